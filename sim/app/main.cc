@@ -1,0 +1,6 @@
+// sim/app/main.cc: the clustersim command (being assembled in this session).
+#include <cstdio>
+int main() {
+  std::fprintf(stderr, "clustersim: not assembled yet\n");
+  return 1;
+}

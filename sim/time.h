@@ -1,0 +1,45 @@
+// sim/time.h: simulated time as a strong type over int64 nanoseconds.
+// Range: +-292 years, enough for a whole training campaign on one clock.
+// Durations derived from rates are rounded to the nearest nanosecond (from_seconds), or up
+// (from_seconds_ceil) where an event must not fire before the work it ends is done.
+#pragma once
+
+#include <cmath>
+#include <compare>
+#include <cstdint>
+#include <limits>
+
+namespace sim {
+
+class Time {
+ public:
+  constexpr Time() = default;
+  static constexpr Time ns(int64_t v) { return Time(v); }
+  static constexpr Time us(int64_t v) { return Time(v * 1000); }
+  static constexpr Time ms(int64_t v) { return Time(v * 1000000); }
+  static constexpr Time sec(int64_t v) { return Time(v * 1000000000); }
+  static constexpr Time zero() { return Time(0); }
+  static constexpr Time infinite() { return Time(std::numeric_limits<int64_t>::max()); }
+  // Nearest nanosecond.
+  static Time from_seconds(double s) { return Time(static_cast<int64_t>(std::llround(s * 1e9))); }
+  // Smallest whole nanosecond not before s.
+  static Time from_seconds_ceil(double s) { return Time(static_cast<int64_t>(std::ceil(s * 1e9 - 1e-6))); }
+
+  constexpr int64_t count_ns() const { return ns_; }
+  constexpr double seconds() const { return static_cast<double>(ns_) * 1e-9; }
+  constexpr double microseconds() const { return static_cast<double>(ns_) * 1e-3; }
+  constexpr bool is_infinite() const { return ns_ == std::numeric_limits<int64_t>::max(); }
+
+  constexpr auto operator<=>(const Time&) const = default;
+  constexpr Time operator+(Time o) const { return Time(ns_ + o.ns_); }
+  constexpr Time operator-(Time o) const { return Time(ns_ - o.ns_); }
+  constexpr Time& operator+=(Time o) { ns_ += o.ns_; return *this; }
+  constexpr Time& operator-=(Time o) { ns_ -= o.ns_; return *this; }
+  constexpr Time operator*(int64_t k) const { return Time(ns_ * k); }
+
+ private:
+  constexpr explicit Time(int64_t v) : ns_(v) {}
+  int64_t ns_ = 0;
+};
+
+}  // namespace sim
