@@ -20,10 +20,12 @@ class Time {
   static constexpr Time sec(int64_t v) { return Time(v * 1000000000); }
   static constexpr Time zero() { return Time(0); }
   static constexpr Time infinite() { return Time(std::numeric_limits<int64_t>::max()); }
-  // Nearest nanosecond.
-  static Time from_seconds(double s) { return Time(static_cast<int64_t>(std::llround(s * 1e9))); }
-  // Smallest whole nanosecond not before s.
-  static Time from_seconds_ceil(double s) { return Time(static_cast<int64_t>(std::ceil(s * 1e9 - 1e-6))); }
+  // Nearest nanosecond. Conversions saturate at kMaxFinite (about 146 years) so that a rate close
+  // to zero gives a far-future time instead of an overflow.
+  static Time from_seconds(double s) { return Time(saturate(std::nearbyint(s * 1e9))); }
+  // Smallest whole nanosecond not before s (a hair of slack absorbs floating-point noise).
+  static Time from_seconds_ceil(double s) { return Time(saturate(std::ceil(s * 1e9 - 1e-6))); }
+  static constexpr int64_t kMaxFinite = int64_t{1} << 62;
 
   constexpr int64_t count_ns() const { return ns_; }
   constexpr double seconds() const { return static_cast<double>(ns_) * 1e-9; }
@@ -39,6 +41,11 @@ class Time {
 
  private:
   constexpr explicit Time(int64_t v) : ns_(v) {}
+  static int64_t saturate(double ns) {
+    if (!(ns < static_cast<double>(kMaxFinite))) return kMaxFinite;  // also catches NaN and +inf
+    if (ns < -static_cast<double>(kMaxFinite)) return -kMaxFinite;
+    return static_cast<int64_t>(ns);
+  }
   int64_t ns_ = 0;
 };
 

@@ -1,0 +1,347 @@
+#include "sim/fluid.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/error.h"
+#include "sim/simulation.h"
+
+namespace sim {
+
+namespace {
+// Relative tolerance under which a constraint counts as saturated / a weight sum as empty.
+constexpr double kEps = 1e-12;
+
+}  // namespace
+
+FluidModel::FluidModel(Simulation& sim) : sim_(sim) { handler_ = sim_.add_handler(this); }
+
+ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
+  SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
+  ConstraintRec c;
+  c.capacity = capacity;
+  c.name = std::move(name);
+  constraints_.push_back(std::move(c));
+  return ConstraintId(static_cast<uint32_t>(constraints_.size() - 1));
+}
+
+void FluidModel::set_capacity(ConstraintId c, double capacity) {
+  SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
+  constraints_[c.value].capacity = capacity;
+  mark_dirty(c.value);
+}
+
+void FluidModel::set_up(ConstraintId c, bool up) {
+  constraints_[c.value].up = up;
+  mark_dirty(c.value);
+}
+
+void FluidModel::set_speed_factor(ConstraintId c, double factor) {
+  SIM_ASSERT(factor >= 0.0 && std::isfinite(factor), "speed factor must be finite and >= 0");
+  constraints_[c.value].speed = factor;
+  mark_dirty(c.value);
+}
+
+double FluidModel::effective_capacity(ConstraintId c) const {
+  const auto& r = constraints_[c.value];
+  return r.up ? r.capacity * r.speed : 0.0;
+}
+
+void FluidModel::mark_dirty(uint32_t c) {
+  if (!constraints_[c].dirty) {
+    constraints_[c].dirty = true;
+    dirty_.push_back(c);
+  }
+}
+
+ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate_bound, ActivityOwner* owner,
+                             uint64_t tag) {
+  SIM_ASSERT(work >= 0.0 && std::isfinite(work), "activity work must be finite and >= 0");
+  SIM_ASSERT(rate_bound > 0.0, "activity rate bound must be > 0");
+  uint32_t a;
+  if (!free_activities_.empty()) {
+    a = free_activities_.back();
+    free_activities_.pop_back();
+  } else {
+    a = static_cast<uint32_t>(activities_.size());
+    activities_.emplace_back();
+  }
+  ActivityRec& r = activities_[a];
+  r.live = true;
+  r.remaining = work;
+  r.rate = 0.0;
+  r.bound = rate_bound;
+  r.last_update = sim_.now();
+  r.completion = EventId();
+  r.owner = owner;
+  r.tag = tag;
+  r.uses.clear();
+  ++num_live_;
+  if (work > 0.0) {
+    for (const Use& u : uses) {
+      if (u.weight <= 0.0) continue;
+      SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
+      auto& c = constraints_[u.constraint.value];
+      r.uses.push_back(UseRec{u.constraint.value, u.weight, static_cast<uint32_t>(c.users.size())});
+      c.users.push_back(a);
+      mark_dirty(u.constraint.value);
+    }
+  }
+  if (r.uses.empty()) {
+    // Nothing to share: it runs at its bound (or finishes at once when unbounded or empty).
+    bool instant = work <= 0.0 || !std::isfinite(rate_bound);
+    r.rate = instant ? kUnbounded : rate_bound;
+    Time done = instant ? sim_.now() : sim_.now() + Time::from_seconds_ceil(work / rate_bound);
+    r.completion = sim_.schedule_at(done, handler_, a);
+  }
+  return ActivityId(a);
+}
+
+void FluidModel::detach(uint32_t a) {
+  ActivityRec& r = activities_[a];
+  for (const UseRec& u : r.uses) {
+    auto& users = constraints_[u.constraint].users;
+    uint32_t moved = users.back();
+    users[u.pos] = moved;
+    users.pop_back();
+    if (moved != a) {
+      for (UseRec& mu : activities_[moved].uses) {
+        if (mu.constraint == u.constraint) {
+          mu.pos = u.pos;
+          break;
+        }
+      }
+    }
+    mark_dirty(u.constraint);
+  }
+  r.uses.clear();
+  r.live = false;
+  --num_live_;
+  free_activities_.push_back(a);
+}
+
+void FluidModel::cancel(ActivityId id) {
+  ActivityRec& r = activities_[id.value];
+  SIM_ASSERT(r.live, "cancel of an activity that is not running");
+  if (r.completion.valid()) sim_.cancel(r.completion);
+  r.completion = EventId();
+  detach(id.value);
+}
+
+double FluidModel::remaining(ActivityId id) const {
+  const ActivityRec& r = activities_[id.value];
+  if (!r.live) return 0.0;
+  if (!std::isfinite(r.rate)) return 0.0;
+  double left = r.remaining - r.rate * (sim_.now() - r.last_update).seconds();
+  return left > 0.0 ? left : 0.0;
+}
+
+void FluidModel::on_event(uint32_t a) {
+  ActivityRec& r = activities_[a];
+  SIM_ASSERT(r.live, "completion event for a finished activity");
+  r.completion = EventId();
+  r.remaining = 0.0;
+  ActivityOwner* owner = r.owner;
+  uint64_t tag = r.tag;
+  detach(a);
+  if (owner) owner->on_activity_done(ActivityId(a), tag);
+}
+
+void FluidModel::settle() {
+  ++epoch_;
+  // Index loop: solving never adds dirty constraints, but stay safe against reallocation.
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    uint32_t c = dirty_[i];
+    if (constraints_[c].mark != epoch_) solve_component(c);
+  }
+  for (uint32_t c : dirty_) constraints_[c].dirty = false;
+  dirty_.clear();
+}
+
+void FluidModel::solve_component(uint32_t seed) {
+  ++solves_;
+  comp_constraints_.clear();
+  comp_activities_.clear();
+  // Collect the connected component: constraints linked through shared activities.
+  stack_.clear();
+  stack_.push_back(seed);
+  constraints_[seed].mark = epoch_;
+  while (!stack_.empty()) {
+    uint32_t c = stack_.back();
+    stack_.pop_back();
+    comp_constraints_.push_back(c);
+    for (uint32_t a : constraints_[c].users) {
+      ActivityRec& ar = activities_[a];
+      if (ar.mark == epoch_) continue;
+      ar.mark = epoch_;
+      comp_activities_.push_back(a);
+      for (const UseRec& u : ar.uses) {
+        if (constraints_[u.constraint].mark != epoch_) {
+          constraints_[u.constraint].mark = epoch_;
+          stack_.push_back(u.constraint);
+        }
+      }
+    }
+  }
+  solved_activities_ += comp_activities_.size();
+
+  // Progressive filling. Every unfrozen activity runs at a common rate `lambda`; a constraint with
+  // remaining capacity R and unfrozen weight W saturates at lambda = R / W (R net of frozen load).
+  // Repeatedly take the smallest of those shares and of the unfrozen activities' bounds; freeze.
+  heap_.clear();
+  for (size_t i = 0; i < comp_constraints_.size(); ++i) {
+    auto& c = constraints_[comp_constraints_[i]];
+    c.remaining = c.up ? c.capacity * c.speed : 0.0;
+    c.weight_sum = 0.0;
+  }
+  size_t unfixed = 0;
+  for (uint32_t a : comp_activities_) {
+    ActivityRec& ar = activities_[a];
+    ar.fixed = false;
+    ar.new_rate = 0.0;
+    ++unfixed;
+    for (const UseRec& u : ar.uses) constraints_[u.constraint].weight_sum += u.weight;
+  }
+  // Bounded activities sorted by bound (stable on index for determinism).
+  std::vector<uint32_t>& bounded = bounded_;
+  bounded.clear();
+  for (uint32_t a : comp_activities_)
+    if (std::isfinite(activities_[a].bound)) bounded.push_back(a);
+  std::sort(bounded.begin(), bounded.end(), [&](uint32_t x, uint32_t y) {
+    double bx = activities_[x].bound, by = activities_[y].bound;
+    return bx < by || (bx == by && x < y);
+  });
+  size_t next_bounded = 0;
+
+  // Heap of (share, constraint); entries go stale when a constraint's weight or capacity changes,
+  // detected by comparing the stored share with the current one.
+  auto share_of = [&](uint32_t c) {
+    const auto& r = constraints_[c];
+    return std::max(r.remaining, 0.0) / r.weight_sum;
+  };
+  auto cmp = [](const std::pair<double, uint32_t>& x, const std::pair<double, uint32_t>& y) {
+    return x.first > y.first || (x.first == y.first && x.second > y.second);
+  };
+  auto push = [&](uint32_t c) {
+    if (constraints_[c].weight_sum > kEps) {
+      heap_.emplace_back(share_of(c), c);
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+    }
+  };
+  for (uint32_t c : comp_constraints_) push(c);
+
+  auto freeze = [&](uint32_t a, double rate) {
+    ActivityRec& ar = activities_[a];
+    ar.fixed = true;
+    ar.new_rate = rate;
+    --unfixed;
+    for (const UseRec& u : ar.uses) {
+      auto& c = constraints_[u.constraint];
+      c.remaining -= u.weight * rate;
+      c.weight_sum -= u.weight;
+      if (c.weight_sum < kEps) c.weight_sum = 0.0;
+    }
+  };
+
+  while (unfixed > 0) {
+    // Drop stale heap entries.
+    while (!heap_.empty()) {
+      auto [s, c] = heap_.front();
+      const auto& r = constraints_[c];
+      if (r.weight_sum > kEps && s == share_of(c)) break;
+      std::pop_heap(heap_.begin(), heap_.end(), cmp);
+      heap_.pop_back();
+    }
+    while (next_bounded < bounded.size() && activities_[bounded[next_bounded]].fixed) ++next_bounded;
+    double best_bound = next_bounded < bounded.size() ? activities_[bounded[next_bounded]].bound : kUnbounded;
+    if (heap_.empty() && !std::isfinite(best_bound)) break;  // only unbounded, unconstrained left
+    if (heap_.empty() || best_bound <= heap_.front().first) {
+      uint32_t a = bounded[next_bounded++];
+      freeze(a, best_bound);
+      for (const UseRec& u : activities_[a].uses) push(u.constraint);
+      continue;
+    }
+    auto [share, c] = heap_.front();
+    std::pop_heap(heap_.begin(), heap_.end(), cmp);
+    heap_.pop_back();
+    // Freeze every unfrozen user of the bottleneck at the share (membership does not change).
+    for (uint32_t a : constraints_[c].users) {
+      if (activities_[a].fixed) continue;
+      freeze(a, share);
+      for (const UseRec& u : activities_[a].uses)
+        if (u.constraint != c) push(u.constraint);
+    }
+  }
+
+  for (uint32_t a : comp_activities_) {
+    ActivityRec& ar = activities_[a];
+    apply_rate(a, ar.fixed ? ar.new_rate : kUnbounded);
+  }
+  // Loads, and watchers for the constraints that changed.
+  for (uint32_t c : comp_constraints_) {
+    auto& r = constraints_[c];
+    double load = 0.0;
+    for (uint32_t a : r.users) {
+      for (const UseRec& u : activities_[a].uses)
+        if (u.constraint == c) load += u.weight * activities_[a].rate;
+    }
+    if (load != r.load) {
+      r.load = load;
+      if (watcher_ && r.watched)
+        watcher_->on_load_change(ConstraintId(c), sim_.now(), load, r.up ? r.capacity * r.speed : 0.0);
+    }
+  }
+}
+
+void FluidModel::apply_rate(uint32_t a, double new_rate) {
+  ActivityRec& r = activities_[a];
+  Time now = sim_.now();
+  if (new_rate == r.rate && r.last_update == now) {
+    if (!r.completion.valid()) schedule_completion(a);
+    return;
+  }
+  if (new_rate == r.rate && r.completion.valid()) return;  // unchanged: its completion stands
+  // Bring progress up to date under the old rate, then switch.
+  if (std::isfinite(r.rate)) {
+    r.remaining -= r.rate * (now - r.last_update).seconds();
+    if (r.remaining < 0.0) r.remaining = 0.0;
+  }
+  r.last_update = now;
+  r.rate = new_rate;
+  schedule_completion(a);
+}
+
+void FluidModel::schedule_completion(uint32_t a) {
+  ActivityRec& r = activities_[a];
+  Time now = sim_.now();
+  if (r.rate <= 0.0) {
+    if (r.completion.valid()) sim_.cancel(r.completion);
+    r.completion = EventId();
+    return;
+  }
+  Time done = std::isfinite(r.rate) ? now + Time::from_seconds_ceil(r.remaining / r.rate) : now;
+  if (r.completion.valid())
+    sim_.reschedule(r.completion, done);
+  else
+    r.completion = sim_.schedule_at(done, handler_, a);
+}
+
+void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
+  size_t lines = 0;
+  for (size_t a = 0; a < activities_.size() && lines < max_lines; ++a) {
+    const ActivityRec& r = activities_[a];
+    if (!r.live || r.rate > 0.0) continue;
+    out += "  activity " + std::to_string(a) + " (tag " + std::to_string(r.tag) + ") cannot progress:";
+    for (const UseRec& u : r.uses) {
+      const auto& c = constraints_[u.constraint];
+      if (!c.up || c.capacity * c.speed <= 0.0)
+        out += " constraint '" + (c.name.empty() ? std::to_string(u.constraint) : c.name) + "' is " +
+               (c.up ? "at zero capacity" : "down");
+    }
+    out += "\n";
+    ++lines;
+  }
+}
+
+}  // namespace sim

@@ -1,0 +1,156 @@
+// sim/fluid.h: the fluid resource model shared by GPUs and networks.
+//
+// A *constraint* is anything with a rate: an SM pool (FLOP/s), an HBM channel (bytes/s), one
+// direction of a link (bytes/s). It has a capacity, an up/down state and a speed factor; its
+// effective capacity is capacity * speed_factor when up, 0 when down.
+// An *activity* consumes rate: it has `work` units to do, an optional rate bound, and uses
+// several constraints with a weight each: at rate r it loads constraint c with weight_c * r.
+//   - a network flow: work = bytes, weight 1 on every link of its route;
+//   - a kernel: work = 1 (the whole kernel), weight FLOPs on the SM pool and bytes on HBM, so
+//     alone it runs at the roofline rate min(P/F, BW/B) and takes max(F/P, B/BW).
+// Rates are max-min fair (progressive filling): all unfrozen activities grow at one common rate
+// until a constraint saturates (its activities freeze) or an activity reaches its bound.
+// Solving is batched: changes mark constraints dirty and `settle()` (called by Simulation once
+// per timestamp, after every event at that time ran) re-solves only the connected components
+// that contain a dirty constraint, then moves the completion events of activities whose rate
+// changed. Progress is lazy: remaining work is brought up to date only when a rate changes.
+// Completion times round up to the next nanosecond, so an activity never ends before its work.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/event_handler.h"
+#include "sim/ids.h"
+#include "sim/time.h"
+
+namespace sim {
+
+class Simulation;
+
+struct Use {
+  ConstraintId constraint;
+  double weight = 1.0;
+};
+
+// Told when one of its activities has finished all its work (during event processing, so it may
+// start new activities at once; they join the next settle at the same timestamp).
+class ActivityOwner {
+ public:
+  virtual ~ActivityOwner() = default;
+  virtual void on_activity_done(ActivityId id, uint64_t tag) = 0;
+};
+
+// Told when a constraint's load (sum of weight * rate over its activities) changes at a settle.
+class ConstraintWatcher {
+ public:
+  virtual ~ConstraintWatcher() = default;
+  virtual void on_load_change(ConstraintId c, Time now, double load, double effective_capacity) = 0;
+};
+
+inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+class FluidModel : public EventHandler {
+ public:
+  explicit FluidModel(Simulation& sim);
+  FluidModel(const FluidModel&) = delete;
+  FluidModel& operator=(const FluidModel&) = delete;
+
+  // --- constraints -----------------------------------------------------------------------------
+  ConstraintId add_constraint(double capacity, std::string name = {});
+  void set_capacity(ConstraintId c, double capacity);
+  void set_up(ConstraintId c, bool up);
+  void set_speed_factor(ConstraintId c, double factor);
+  double effective_capacity(ConstraintId c) const;
+  double load(ConstraintId c) const { return constraints_[c.value].load; }
+  const std::string& name(ConstraintId c) const { return constraints_[c.value].name; }
+  size_t num_constraints() const { return constraints_.size(); }
+  // Watches every constraint whose `watched` flag is set (not owned).
+  void set_watcher(ConstraintWatcher* w) { watcher_ = w; }
+  void watch(ConstraintId c, bool on = true) { constraints_[c.value].watched = on; }
+
+  // --- activities ------------------------------------------------------------------------------
+  // Starts an activity now; its rate is decided at the next settle. work must be >= 0; an activity
+  // with no constraint use and no bound, or with zero work, completes at the next settle.
+  ActivityId start(double work, std::span<const Use> uses, double rate_bound, ActivityOwner* owner, uint64_t tag);
+  // Removes an unfinished activity without telling its owner.
+  void cancel(ActivityId a);
+  double rate(ActivityId a) const { return activities_[a.value].rate; }
+  double remaining(ActivityId a) const;  // as of now
+  bool active(ActivityId a) const { return activities_[a.value].live; }
+  size_t num_active() const { return num_live_; }
+
+  // --- engine hooks ----------------------------------------------------------------------------
+  void settle();                       // re-solve dirty components; called by Simulation
+  void on_event(uint32_t index) override;  // completion event of activity `index` fired
+  bool has_dirty() const { return !dirty_.empty(); }
+  // Appends one line per live activity that cannot progress (rate 0), for deadlock reports.
+  void describe_stalled(std::string& out, size_t max_lines) const;
+  uint64_t solves() const { return solves_; }
+  uint64_t solved_activities() const { return solved_activities_; }
+
+ private:
+  struct ConstraintRec {
+    double capacity = 0.0;
+    double speed = 1.0;
+    bool up = true;
+    bool watched = false;
+    bool dirty = false;
+    double load = 0.0;
+    std::string name;
+    std::vector<uint32_t> users;  // activity indices using this constraint (unordered)
+    // solver scratch
+    uint32_t mark = 0;
+    double remaining = 0.0;
+    double weight_sum = 0.0;
+  };
+  struct UseRec {
+    uint32_t constraint;
+    double weight;
+    uint32_t pos;  // index of this activity in constraint's users
+  };
+  struct ActivityRec {
+    bool live = false;
+    double remaining = 0.0;
+    double rate = 0.0;
+    double bound = kUnbounded;
+    Time last_update;
+    EventId completion;
+    ActivityOwner* owner = nullptr;
+    uint64_t tag = 0;
+    std::vector<UseRec> uses;
+    uint32_t mark = 0;
+    bool fixed = false;
+    double new_rate = 0.0;
+  };
+
+  void mark_dirty(uint32_t c);
+  void detach(uint32_t a);
+  void solve_component(uint32_t seed_constraint);
+  void apply_rate(uint32_t a, double new_rate);
+  void schedule_completion(uint32_t a);
+
+  Simulation& sim_;
+  HandlerId handler_;
+  std::vector<ConstraintRec> constraints_;
+  std::vector<ActivityRec> activities_;
+  std::vector<uint32_t> free_activities_;
+  std::vector<uint32_t> dirty_;
+  std::vector<uint32_t> unconstrained_;  // new activities with no constraint use
+  size_t num_live_ = 0;
+  ConstraintWatcher* watcher_ = nullptr;
+  uint32_t epoch_ = 0;
+  uint64_t solves_ = 0;
+  uint64_t solved_activities_ = 0;
+  // solver scratch, kept to avoid allocation
+  std::vector<uint32_t> comp_constraints_;
+  std::vector<uint32_t> comp_activities_;
+  std::vector<uint32_t> stack_;
+  std::vector<std::pair<double, uint32_t>> heap_;
+  std::vector<uint32_t> bounded_;
+};
+
+}  // namespace sim

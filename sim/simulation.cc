@@ -1,0 +1,75 @@
+#include "sim/simulation.h"
+
+#include <string>
+
+#include "sim/error.h"
+
+namespace sim {
+
+Simulation::Simulation(uint64_t seed, QueueKind queue)
+    : seed_(seed), queue_(make_event_queue(queue)), random_(seed), fluid_(std::make_unique<FluidModel>(*this)) {}
+
+Simulation::~Simulation() = default;
+
+HandlerId Simulation::add_handler(EventHandler* h) {
+  handlers_.push_back(h);
+  return HandlerId(static_cast<uint32_t>(handlers_.size() - 1));
+}
+
+EventId Simulation::schedule_at(Time t, HandlerId h, uint32_t arg) {
+  SIM_ASSERT(t >= now_, "event scheduled in the past at " + std::to_string(t.count_ns()) + " ns, now " +
+                            std::to_string(now_.count_ns()) + " ns");
+  return queue_->push(t, EventTarget{h, arg});
+}
+
+void Simulation::reschedule(EventId id, Time t) {
+  SIM_ASSERT(t >= now_, "event rescheduled into the past");
+  queue_->reschedule(id, t);
+}
+
+void Simulation::cancel(EventId id) { queue_->cancel(id); }
+
+RunResult Simulation::run(Time horizon) {
+  RunResult result;
+  // Work started before run() (activities created during setup) is solved at the start time.
+  if (fluid_->has_dirty()) {
+    fluid_->settle();
+    ++settles_;
+  }
+  while (!queue_->empty()) {
+    Time t = queue_->next_time();
+    if (t > horizon) {
+      result.hit_horizon = true;
+      break;
+    }
+    now_ = t;
+    while (!queue_->empty() && queue_->next_time() == t) {
+      PoppedEvent ev = queue_->pop();
+      ++events_;
+      handlers_[ev.target.handler.value]->on_event(ev.target.arg);
+    }
+    if (fluid_->has_dirty()) {
+      fluid_->settle();
+      ++settles_;
+    }
+  }
+  result.end_time = now_;
+  result.events = events_;
+  result.settles = settles_;
+  if (!result.hit_horizon) {
+    size_t waiting = fluid_->num_active();
+    for (auto* p : pending_) waiting += p->pending_count();
+    if (waiting > 0) {
+      result.deadlocked = true;
+      std::string& r = result.deadlock_report;
+      r = "deadlock at t=" + std::to_string(now_.count_ns()) + " ns after " + std::to_string(events_) +
+          " events: the event queue is empty but " + std::to_string(waiting) + " items of work are pending\n";
+      fluid_->describe_stalled(r, 20);
+      for (auto* p : pending_) p->describe_pending(r, 20);
+    }
+  }
+  observers_.finish(now_);
+  return result;
+}
+
+}  // namespace sim

@@ -1,0 +1,315 @@
+// Tests of the fluid resource model: hand-solved max-min systems, the roofline of a kernel,
+// progress under rate changes, stalls and deadlock reports, and seeded property tests
+// (feasibility, bounds, max-min optimality, work conservation).
+#include "sim/fluid.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "sim/simulation.h"
+
+namespace sim {
+namespace {
+
+// Records the completion time of every activity by tag.
+class Recorder : public ActivityOwner {
+ public:
+  explicit Recorder(Simulation& s) : sim_(s) {}
+  void on_activity_done(ActivityId, uint64_t tag) override {
+    if (done.size() <= tag) done.resize(tag + 1, Time::infinite());
+    done[tag] = sim_.now();
+  }
+  std::vector<Time> done;
+
+ private:
+  Simulation& sim_;
+};
+
+TEST(FluidModel, SingleFlowTakesWorkOverCapacity) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto link = s.fluid().add_constraint(100.0);  // 100 B/s
+  Use u{link, 1.0};
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 0);
+  auto r = s.run();
+  EXPECT_FALSE(r.deadlocked);
+  EXPECT_EQ(rec.done[0], Time::sec(10));  // 1000 B / 100 B/s
+}
+
+TEST(FluidModel, TwoFlowsShareThenTheSurvivorSpeedsUp) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto link = s.fluid().add_constraint(100.0);
+  Use u{link, 1.0};
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.fluid().start(500.0, {&u, 1}, kUnbounded, &rec, 1);
+  s.run();
+  // Both at 50 B/s: flow 1 ends at 500/50 = 10 s with flow 0 at 500 B left; alone at 100 B/s it
+  // needs 5 s more: 15 s.
+  EXPECT_EQ(rec.done[1], Time::sec(10));
+  EXPECT_EQ(rec.done[0], Time::sec(15));
+}
+
+TEST(FluidModel, ClassicMaxMinThreeFlowsTwoLinks) {
+  Simulation s(1);
+  auto l1 = s.fluid().add_constraint(10.0);
+  auto l2 = s.fluid().add_constraint(20.0);
+  Use a[] = {{l1, 1.0}};
+  Use b[] = {{l1, 1.0}, {l2, 1.0}};
+  Use c[] = {{l2, 1.0}};
+  auto fa = s.fluid().start(1e6, a, kUnbounded, nullptr, 0);
+  auto fb = s.fluid().start(1e6, b, kUnbounded, nullptr, 1);
+  auto fc = s.fluid().start(1e6, c, kUnbounded, nullptr, 2);
+  s.fluid().settle();
+  // l1 is the bottleneck at 10/2 = 5 for A and B; C gets what B leaves on l2: 20 - 5 = 15.
+  EXPECT_DOUBLE_EQ(s.fluid().rate(fa), 5.0);
+  EXPECT_DOUBLE_EQ(s.fluid().rate(fb), 5.0);
+  EXPECT_DOUBLE_EQ(s.fluid().rate(fc), 15.0);
+  EXPECT_DOUBLE_EQ(s.fluid().load(l1), 10.0);
+  EXPECT_DOUBLE_EQ(s.fluid().load(l2), 20.0);
+}
+
+TEST(FluidModel, RateBoundLeavesTheRestToOthers) {
+  Simulation s(1);
+  auto l = s.fluid().add_constraint(10.0);
+  Use u{l, 1.0};
+  auto bounded = s.fluid().start(1e6, {&u, 1}, 3.0, nullptr, 0);
+  auto free = s.fluid().start(1e6, {&u, 1}, kUnbounded, nullptr, 1);
+  s.fluid().settle();
+  // Fair share would be 5, but the first is capped at 3; the second takes 10 - 3 = 7.
+  EXPECT_DOUBLE_EQ(s.fluid().rate(bounded), 3.0);
+  EXPECT_DOUBLE_EQ(s.fluid().rate(free), 7.0);
+}
+
+TEST(FluidModel, KernelRunsAtTheRoofline) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto sm = s.fluid().add_constraint(1000.0);  // FLOP/s
+  auto hbm = s.fluid().add_constraint(100.0);  // B/s
+  // Compute-bound: 5000 FLOP and 200 B -> max(5000/1000, 200/100) = 5 s.
+  Use k1[] = {{sm, 5000.0}, {hbm, 200.0}};
+  s.fluid().start(1.0, k1, kUnbounded, &rec, 0);
+  s.run();
+  EXPECT_EQ(rec.done[0], Time::sec(5));
+  // Memory-bound: 100 FLOP and 1000 B -> max(0.1, 10) = 10 s, starting at 5 s.
+  Use k2[] = {{sm, 100.0}, {hbm, 1000.0}};
+  s.fluid().start(1.0, k2, kUnbounded, &rec, 1);
+  s.run();
+  EXPECT_EQ(rec.done[1], Time::sec(15));
+}
+
+TEST(FluidModel, WeightedUseLoadsAConstraintMoreThanOnce) {
+  Simulation s(1);
+  auto l = s.fluid().add_constraint(90.0);
+  Use heavy{l, 2.0};
+  Use light{l, 1.0};
+  auto h = s.fluid().start(1e6, {&heavy, 1}, kUnbounded, nullptr, 0);
+  auto g = s.fluid().start(1e6, {&light, 1}, kUnbounded, nullptr, 1);
+  s.fluid().settle();
+  // Common rate r: 2r + r = 90 -> r = 30 for both; load 60 + 30.
+  EXPECT_DOUBLE_EQ(s.fluid().rate(h), 30.0);
+  EXPECT_DOUBLE_EQ(s.fluid().rate(g), 30.0);
+}
+
+// Halves a constraint's capacity when its event fires.
+class CapacityChanger : public EventHandler {
+ public:
+  CapacityChanger(Simulation& s, ConstraintId c, double cap) : s_(s), c_(c), cap_(cap) { id = s.add_handler(this); }
+  void on_event(uint32_t arg) override {
+    if (arg == 0) s_.fluid().set_capacity(c_, cap_);
+    if (arg == 1) s_.fluid().set_up(c_, false);
+    if (arg == 2) s_.fluid().set_up(c_, true);
+  }
+  HandlerId id;
+
+ private:
+  Simulation& s_;
+  ConstraintId c_;
+  double cap_;
+};
+
+TEST(FluidModel, CapacityChangeMidFlightReschedulesCompletion) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0);
+  CapacityChanger ch(s, l, 50.0);
+  s.schedule_at(Time::sec(5), ch.id, 0);
+  Use u{l, 1.0};
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.run();
+  // 500 B done in the first 5 s at 100 B/s; the other 500 B at 50 B/s take 10 s: 15 s.
+  EXPECT_EQ(rec.done[0], Time::sec(15));
+}
+
+TEST(FluidModel, DownConstraintStallsAndResumes) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0, "link a->b");
+  CapacityChanger ch(s, l, 0.0);
+  s.schedule_at(Time::sec(2), ch.id, 1);  // down at 2 s
+  s.schedule_at(Time::sec(7), ch.id, 2);  // up at 7 s
+  Use u{l, 1.0};
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.run();
+  // 200 B by 2 s, nothing for 5 s, then 800 B at 100 B/s: 7 + 8 = 15 s.
+  EXPECT_EQ(rec.done[0], Time::sec(15));
+}
+
+TEST(FluidModel, DownForeverIsReportedAsDeadlock) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0, "nic 3 up");
+  CapacityChanger ch(s, l, 0.0);
+  s.schedule_at(Time::sec(1), ch.id, 1);
+  Use u{l, 1.0};
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 42);
+  auto r = s.run();
+  EXPECT_TRUE(r.deadlocked);
+  EXPECT_NE(r.deadlock_report.find("nic 3 up"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("tag 42"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("down"), std::string::npos) << r.deadlock_report;
+}
+
+TEST(FluidModel, ZeroWorkAndUnconstrainedActivitiesFinishAtOnceOrAtTheirBound) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0);
+  Use u{l, 1.0};
+  s.fluid().start(0.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.fluid().start(50.0, {}, 10.0, &rec, 1);  // a pure delay: 50 / 10 = 5 s
+  s.run();
+  EXPECT_EQ(rec.done[0], Time::zero());
+  EXPECT_EQ(rec.done[1], Time::sec(5));
+}
+
+TEST(FluidModel, CancelFreesCapacityForOthers) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0);
+  Use u{l, 1.0};
+  auto victim = s.fluid().start(1e9, {&u, 1}, kUnbounded, &rec, 0);
+  s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 1);
+  s.fluid().settle();
+  EXPECT_DOUBLE_EQ(s.fluid().rate(victim), 50.0);
+  s.fluid().cancel(victim);
+  s.run();
+  EXPECT_EQ(rec.done[1], Time::sec(10));  // alone from t=0: 1000 / 100
+  EXPECT_EQ(rec.done[0], Time::infinite());
+}
+
+TEST(FluidModel, ResolveTouchesOnlyTheChangedComponent) {
+  Simulation s(1);
+  // 1000 independent links, one flow each: 1000 components.
+  std::vector<ConstraintId> links;
+  for (int i = 0; i < 1000; ++i) links.push_back(s.fluid().add_constraint(100.0));
+  for (int i = 0; i < 1000; ++i) {
+    Use u{links[i], 1.0};
+    s.fluid().start(1e9, {&u, 1}, kUnbounded, nullptr, i);
+  }
+  s.fluid().settle();
+  uint64_t before = s.fluid().solved_activities();
+  Use u{links[7], 1.0};
+  s.fluid().start(1e9, {&u, 1}, kUnbounded, nullptr, 1000);
+  s.fluid().settle();
+  // Only link 7's component: its old flow and the new one.
+  EXPECT_EQ(s.fluid().solved_activities() - before, 2u);
+}
+
+// --- property tests on seeded random systems ---------------------------------------------------
+
+struct RandomSystem {
+  std::vector<ConstraintId> constraints;
+  std::vector<ActivityId> activities;
+  std::vector<std::vector<Use>> uses;
+  std::vector<double> bounds;
+};
+
+RandomSystem make_random_system(Simulation& s, std::mt19937_64& rng, int nc, int na) {
+  RandomSystem sys;
+  std::uniform_real_distribution<double> cap(1.0, 100.0), w(0.5, 3.0), coin(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, nc - 1), hops(1, 4);
+  for (int i = 0; i < nc; ++i) sys.constraints.push_back(s.fluid().add_constraint(cap(rng)));
+  for (int a = 0; a < na; ++a) {
+    std::vector<Use> u;
+    int h = hops(rng);
+    for (int k = 0; k < h; ++k) {
+      auto c = sys.constraints[pick(rng)];
+      if (std::none_of(u.begin(), u.end(), [&](const Use& x) { return x.constraint == c; }))
+        u.push_back(Use{c, w(rng)});
+    }
+    double bound = coin(rng) < 0.2 ? cap(rng) / 4 : kUnbounded;
+    sys.activities.push_back(s.fluid().start(1e9, u, bound, nullptr, a));
+    sys.uses.push_back(u);
+    sys.bounds.push_back(bound);
+  }
+  return sys;
+}
+
+TEST(FluidModelProperty, FeasibleBoundedAndMaxMinOptimal) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Simulation s(seed);
+    std::mt19937_64 rng(seed);
+    auto sys = make_random_system(s, rng, 12, 30);
+    s.fluid().settle();
+    auto& f = s.fluid();
+    std::vector<double> load(sys.constraints.size(), 0.0);
+    for (size_t a = 0; a < sys.activities.size(); ++a) {
+      double r = f.rate(sys.activities[a]);
+      ASSERT_GE(r, 0.0);
+      ASSERT_LE(r, sys.bounds[a] * (1 + 1e-9));
+      for (auto& u : sys.uses[a]) load[u.constraint.value] += u.weight * r;
+    }
+    for (size_t c = 0; c < sys.constraints.size(); ++c)
+      ASSERT_LE(load[c], f.effective_capacity(sys.constraints[c]) * (1 + 1e-9)) << "constraint " << c;
+    // Max-min: each activity below its bound has a saturated constraint on which no other
+    // activity runs faster (it could not grow without taking from someone no richer).
+    for (size_t a = 0; a < sys.activities.size(); ++a) {
+      double r = f.rate(sys.activities[a]);
+      if (r >= sys.bounds[a] * (1 - 1e-9)) continue;
+      bool has_bottleneck = false;
+      for (auto& u : sys.uses[a]) {
+        size_t c = u.constraint.value;
+        if (load[c] < f.effective_capacity(u.constraint) * (1 - 1e-9)) continue;
+        bool richest = true;
+        for (size_t b = 0; b < sys.activities.size(); ++b) {
+          for (auto& ub : sys.uses[b])
+            if (ub.constraint.value == c && f.rate(sys.activities[b]) > r * (1 + 1e-9)) richest = false;
+        }
+        if (richest) has_bottleneck = true;
+      }
+      EXPECT_TRUE(has_bottleneck) << "activity " << a << " rate " << r;
+    }
+  }
+}
+
+TEST(FluidModelProperty, WorkIsConservedOnOneLink) {
+  // Any mix of flows on one link of capacity C finishes the last byte at sum(work)/C: the link
+  // never idles while work remains (rounding adds at most 1 ns per completion).
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Simulation s(seed);
+    Recorder rec(s);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> work(1e3, 1e6);
+    auto l = s.fluid().add_constraint(1e6);
+    Use u{l, 1.0};
+    double total = 0;
+    int n = 25;
+    for (int i = 0; i < n; ++i) {
+      double w = work(rng);
+      total += w;
+      s.fluid().start(w, {&u, 1}, kUnbounded, &rec, i);
+    }
+    s.run();
+    Time last = *std::max_element(rec.done.begin(), rec.done.end());
+    double expect_ns = total / 1e6 * 1e9;
+    EXPECT_NEAR(static_cast<double>(last.count_ns()), expect_ns, n + 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace sim
