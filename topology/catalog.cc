@@ -1,0 +1,197 @@
+// topology/catalog.cc: constant tables behind catalog.h.
+// Marks follow /work/shared/reference/published-results.md: [V] read in the source, [V2] read in a
+// secondary transcription, [D] derived here (arithmetic shown), [R] recalled, to be confirmed.
+#include "topology/catalog.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/error.h"
+
+namespace topo {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// Built once on first use and never modified afterwards: a constant table, not mutable state.
+const std::vector<GpuSpec>& gpu_table() {
+  static const std::vector<GpuSpec> table = [] {
+    std::vector<GpuSpec> t;
+    {
+      GpuSpec g;
+      g.name = "a100-sxm";
+      g.peak_bf16_flops = 312 * kTera;  // FSDP paper §5.4 [V]; A100 datasheet
+      g.peak_fp16_flops = 312 * kTera;  // A100 datasheet [R]: same tensor rate as BF16
+      g.peak_fp8_flops = 0;             // Ampere has no FP8 tensor path
+      g.peak_tf32_flops = 156 * kTera;  // A100 datasheet [R]: half of BF16, dense
+      g.peak_fp32_flops = 19.5 * kTera; // A100 datasheet [R]
+      g.hbm_capacity_bytes = 80 * 1000ull * 1000 * 1000;  // "80 GB HBM2e" datasheet [R], decimal as printed
+      g.hbm_bandwidth_Bps = 2039 * kGiga;                 // 2,039 GB/s, datasheet [R]
+      g.sm_count = 108;                                   // [R]
+      g.scale_up_bandwidth_Bps = 300 * kGiga;  // NVLink 3: 600 GB/s total bidirectional = 300 per direction [R]
+      g.power_W = 400;                         // [R]
+      g.source = "NVIDIA A100 datasheet; 312 TF BF16 confirmed in PyTorch FSDP paper (arXiv 2304.11277) §5.4";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
+      g.name = "h100-sxm";
+      g.peak_bf16_flops = 989 * kTera;   // 989 TF dense (1,979 with 2:4 sparsity) [V2]
+      g.peak_fp16_flops = 989 * kTera;   // same tensor rate as BF16 [V2]
+      g.peak_fp8_flops = 1979 * kTera;   // FP8 1,979 TF dense [V2]
+      g.peak_tf32_flops = 494 * kTera;   // datasheet 989 TF with sparsity -> ~494 dense [R]
+      g.peak_fp32_flops = 67 * kTera;    // datasheet [R]
+      g.hbm_capacity_bytes = 80 * 1000ull * 1000 * 1000;  // 80 GB HBM3 [V2], decimal as printed
+      g.hbm_bandwidth_Bps = 3350 * kGiga;                 // 3.35 TB/s [V2]
+      g.sm_count = 132;                                   // 132 SMs [V2]
+      g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4: 900 GB/s total over 18 links = 450 per direction [V2]
+      g.power_W = 700;                         // [V2]; Llama 3 §3.3.1 "H100 ... 700W" [V]
+      g.source = "NVIDIA H100 SXM5 spec table (via hpctech.co.jp, glennklockwood.com); Llama 3 arXiv 2407.21783 §3.3.1";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
+      g.name = "h200";
+      g.peak_bf16_flops = 989 * kTera;  // same die as H100 SXM [V2]
+      g.peak_fp16_flops = 989 * kTera;  // [V2]
+      g.peak_fp8_flops = 1979 * kTera;  // [V2]
+      g.peak_tf32_flops = 494 * kTera;  // [R], as H100
+      g.peak_fp32_flops = 67 * kTera;   // [R], as H100
+      g.hbm_capacity_bytes = 141 * 1000ull * 1000 * 1000;  // 141 GB HBM3e [V2]
+      g.hbm_bandwidth_Bps = 4800 * kGiga;                  // 4.8 TB/s [V2]
+      g.sm_count = 132;                                    // [V2]
+      g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
+      g.power_W = 700;                         // [V2]
+      g.source = "NVIDIA H200 SXM vendor pages (published-results.md §6.1)";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
+      g.name = "b200";
+      g.peak_bf16_flops = 2250 * kTera;  // ~2.25 PF dense [R / vendor page]
+      g.peak_fp16_flops = 2250 * kTera;  // [R] same tensor rate as BF16
+      g.peak_fp8_flops = 4500 * kTera;   // FP8 ~4.5 PF dense / 9 PF sparse [R / vendor page]
+      g.peak_tf32_flops = 1100 * kTera;  // [R] half of BF16
+      g.peak_fp32_flops = 80 * kTera;    // [R] HGX B200 640 TF FP32 / 8 GPUs
+      g.hbm_capacity_bytes = 192 * 1000ull * 1000 * 1000;  // 192 GB HBM3e (180 GB usable in DGX B200) [R]
+      g.hbm_bandwidth_Bps = 8000 * kGiga;                  // 8 TB/s [R]
+      g.sm_count = 148;                                    // [R] not in the reference table
+      g.scale_up_bandwidth_Bps = 900 * kGiga;  // NVLink 5: 1.8 TB/s total = 900 GB/s per direction [R]
+      g.power_W = 1000;                        // ~1,000 W [R]
+      g.source = "NVIDIA B200 / HGX B200 vendor page (published-results.md §6.1, marked [R])";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
+      g.name = "tpu-v4";
+      g.kind = AcceleratorKind::kTpu;
+      g.peak_bf16_flops = 275 * kTera;  // 275 TF (bf16 or int8), Cloud TPU v4 docs [V]
+      g.peak_fp16_flops = 0;            // the MXU takes bf16, not IEEE fp16
+      g.peak_fp8_flops = 0;             // not supported
+      g.peak_tf32_flops = 0;
+      g.peak_fp32_flops = 0;            // not published (fp32 matmuls run as multi-pass bf16)
+      g.hbm_capacity_bytes = 32 * kGiB;    // 32 GiB HBM2 [V]
+      g.hbm_bandwidth_Bps = 1200 * kGiga;  // 1,200 GB/s [V]
+      g.sm_count = 2;                      // 2 TensorCores per chip [V]
+      g.ici_links_per_chip = 6;            // 3D torus: +/- in each of 3 dimensions
+      // 50 GB/s per link per direction [R]. Cross-check [D]: a 16x16x16 pod cut in half crosses
+      // 16*16 rings * 2 links = 512 links; 512 * 50 GB/s = 25.6 TB/s vs 24 TB/s published [V].
+      g.ici_link_bandwidth_Bps = 50 * kGiga;
+      g.scale_up_bandwidth_Bps = 6 * 50 * kGiga;  // [D] 6 links * 50 GB/s
+      g.power_W = 192;                            // measured max 192 W (min/mean 90/170) [V]
+      g.source = "Cloud TPU v4 docs (cloud.google.com/tpu/docs/v4); Jouppi et al. ISCA 2023";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
+      g.name = "tpu-v5p";
+      g.kind = AcceleratorKind::kTpu;
+      g.peak_bf16_flops = 459 * kTera;  // 459 TF [V] Cloud TPU v5p docs
+      g.peak_fp16_flops = 0;            // bf16 MXU
+      g.peak_fp8_flops = 0;             // not supported (int8 only)
+      g.peak_tf32_flops = 0;
+      g.peak_fp32_flops = 0;               // not published
+      g.hbm_capacity_bytes = 95 * kGiB;    // 95 GiB HBM2e [V]
+      g.hbm_bandwidth_Bps = 2765 * kGiga;  // 2,765 GB/s [V]
+      g.sm_count = 2;                      // 2 TensorCores (+4 SparseCores) [V]
+      g.ici_links_per_chip = 6;            // 3D torus [V]
+      // [D] 1,200 GB/s per chip bidirectional [V] / 6 links / 2 directions = 100 GB/s; the older
+      // page's 4,800 Gb/s = 600 GB/s per chip per direction agrees.
+      g.ici_link_bandwidth_Bps = 100 * kGiga;
+      g.scale_up_bandwidth_Bps = 600 * kGiga;  // [D] 6 * 100 GB/s per direction
+      g.power_W = 0;                           // not published
+      g.source = "Cloud TPU v5p docs (cloud.google.com/tpu/docs/v5p)";
+      t.push_back(g);
+    }
+    return t;
+  }();
+  return table;
+}
+
+const std::vector<NicSpec>& nic_table() {
+  static const std::vector<NicSpec> table = {
+      // 400 Gb/s NDR / 400GbE = 50e9 B/s per direction; nccl-tests reach 46-48 GB/s per NIC [V, nccl-tests#290].
+      {"connectx-7", 400e9 / 8, "NVIDIA ConnectX-7 datasheet (400 Gb/s NDR/400GbE)"},
+      // 200 Gb/s HDR = 25e9 B/s; DGX A100 measures ~24 GB/s per NIC [V, nccl#412].
+      {"connectx-6", 200e9 / 8, "NVIDIA ConnectX-6 datasheet (200 Gb/s HDR/200GbE)"},
+  };
+  return table;
+}
+
+const std::vector<SwitchSpec>& switch_table() {
+  static const std::vector<SwitchSpec> table = {
+      // Third-generation NVSwitch (HGX/DGX H100: 4 per node): 64 NVLink4 ports of 25 GB/s per
+      // direction = 3.2 TB/s full duplex [R]. Port latency not published (0 = unknown).
+      {"nvswitch-gen3", 64, 25e9, sim::Time::zero(), "NVIDIA NVSwitch 3rd gen / DGX H100 architecture [R]"},
+      // Fourth-generation NVSwitch (GB200/B200 NVL72: 18 chips, 72 GPUs): 72 NVLink5 ports of
+      // 50 GB/s per direction each [R]; 72 GPUs * 1.8 TB/s = 130 TB/s per NVL72 domain [R].
+      {"nvswitch-gen4", 72, 50e9, sim::Time::zero(), "NVIDIA GB200 NVL72 / NVLink 5 switch [R]"},
+      // Quantum-2 QM9700: 64 ports of NDR 400 Gb/s [V: QM97XX user manual]. Port-to-port
+      // latency ~130 ns is the figure NVIDIA quotes for its HDR/NDR switch ASICs [R, to confirm].
+      {"quantum-2", 64, 400e9 / 8, sim::Time::ns(130), "NVIDIA QM97XX NDR switch user manual; latency [R]"},
+  };
+  return table;
+}
+
+template <class Table>
+std::string known_names(const Table& table) {
+  std::string s;
+  for (const auto& e : table) {
+    if (!s.empty()) s += ", ";
+    s += e.name;
+  }
+  return s;
+}
+
+template <class Table>
+auto find_in(const Table& table, std::string_view name, const char* what) {
+  for (const auto& e : table) {
+    if (e.name == name) return e;
+  }
+  throw sim::TopologyError("unknown " + std::string(what) + " '" + std::string(name) +
+                           "': known names are " + known_names(table));
+}
+
+template <class Table>
+std::vector<std::string> names_of(const Table& table) {
+  std::vector<std::string> v;
+  v.reserve(table.size());
+  for (const auto& e : table) v.push_back(e.name);
+  return v;
+}
+
+}  // namespace
+
+GpuSpec find_gpu(std::string_view name) { return find_in(gpu_table(), name, "gpu"); }
+NicSpec find_nic(std::string_view name) { return find_in(nic_table(), name, "nic"); }
+SwitchSpec find_switch(std::string_view name) { return find_in(switch_table(), name, "switch"); }
+
+std::vector<std::string> gpu_names() { return names_of(gpu_table()); }
+std::vector<std::string> nic_names() { return names_of(nic_table()); }
+std::vector<std::string> switch_names() { return names_of(switch_table()); }
+
+}  // namespace topo

@@ -1,0 +1,66 @@
+// topology/catalog.h: the hardware catalog: accelerators (GPUs and TPU chips), NICs and switches.
+// Units: FLOP/s (dense, no 2:4 sparsity), bytes, bytes per second (B/s, decimal: 1 GB/s = 1e9 B/s),
+// watts, sim::Time for latencies. Scale-up bandwidth is per accelerator, per direction.
+// Invariants: the tables are constant; lookups return copies, so a caller may override any field
+// (a scenario's `cluster.gpu` plus per-field overrides) without touching the catalog.
+// A value of 0 means "not supported by the part" (e.g. FP8 on A100) or "not published"; the
+// comment next to it says which. Every value cites its source next to it in catalog.cc.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/time.h"
+
+namespace topo {
+
+enum class AcceleratorKind : uint8_t { kGpu, kTpu };
+
+struct GpuSpec {
+  std::string name;
+  AcceleratorKind kind = AcceleratorKind::kGpu;
+  // Dense peak tensor throughput per precision, FLOP/s.
+  double peak_bf16_flops = 0;
+  double peak_fp16_flops = 0;
+  double peak_fp8_flops = 0;   // 0: the part has no FP8 tensor path
+  double peak_tf32_flops = 0;  // tensor-core TF32 (GPUs); 0 on TPUs
+  double peak_fp32_flops = 0;  // plain FP32 (vector units, no tensor cores)
+  uint64_t hbm_capacity_bytes = 0;
+  double hbm_bandwidth_Bps = 0;
+  uint32_t sm_count = 0;  // GPUs: streaming multiprocessors; TPUs: TensorCores per chip
+  // Scale-up fabric per accelerator per direction: NVLink for GPUs, sum over ICI links for TPUs.
+  double scale_up_bandwidth_Bps = 0;
+  // TPUs only: inter-chip interconnect links per chip and per-link per-direction bandwidth.
+  uint32_t ici_links_per_chip = 0;
+  double ici_link_bandwidth_Bps = 0;
+  double power_W = 0;
+  std::string source;  // where the numbers come from
+};
+
+struct NicSpec {
+  std::string name;
+  double bandwidth_Bps = 0;  // line rate per direction
+  std::string source;
+};
+
+struct SwitchSpec {
+  std::string name;
+  uint32_t ports = 0;
+  double port_bandwidth_Bps = 0;  // per port per direction
+  sim::Time port_to_port_latency;
+  std::string source;
+};
+
+// Copies of catalog entries. Unknown names throw sim::TopologyError listing the known names.
+GpuSpec find_gpu(std::string_view name);
+NicSpec find_nic(std::string_view name);
+SwitchSpec find_switch(std::string_view name);
+
+// Known names, in catalog order.
+std::vector<std::string> gpu_names();
+std::vector<std::string> nic_names();
+std::vector<std::string> switch_names();
+
+}  // namespace topo

@@ -1,0 +1,79 @@
+#include "topology/cluster_resources.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/error.h"
+
+namespace topo {
+
+namespace {
+double efficiency_of(LinkKind kind, const ResourceOptions& o) {
+  switch (kind) {
+    case LinkKind::kScaleUp: return o.scale_up_efficiency;
+    case LinkKind::kNic: return o.nic_efficiency;
+    case LinkKind::kFabric: return o.fabric_efficiency;
+    case LinkKind::kTorus: return o.torus_efficiency;
+    case LinkKind::kCustom: return 1.0;
+  }
+  return 1.0;
+}
+}  // namespace
+
+ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu,
+                                   const ResourceOptions& opt)
+    : sim_(sim), topo_(topo), gpu_(gpu), opt_(opt) {
+  auto& fluid = sim_.fluid();
+  const auto& links = topo_.links();
+  link_constraints_.reserve(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    const Link& l = links[i];
+    auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_),
+                                  topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst));
+    if (opt_.watch_links) fluid.watch(c);
+    link_constraints_.push_back(c);
+  }
+  uint32_t n = topo_.num_gpus();
+  sm_.reserve(n);
+  hbm_.reserve(n);
+  for (uint32_t g = 0; g < n; ++g) {
+    sm_.push_back(fluid.add_constraint(1.0, "gpu" + std::to_string(g) + " SMs"));
+    hbm_.push_back(fluid.add_constraint(1.0, "gpu" + std::to_string(g) + " HBM"));
+  }
+  comm_active_.assign(n, 0);
+}
+
+double ClusterResources::roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps) {
+  double tc = peak_flops > 0 ? flops / peak_flops : 0.0;
+  double tm = hbm_Bps > 0 ? bytes / hbm_Bps : 0.0;
+  return std::max(tc, tm);
+}
+
+sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes,
+                                               double hbm_efficiency, sim::ActivityOwner* owner, uint64_t tag) {
+  SIM_ASSERT(gpu < sm_.size(), "kernel on an unknown GPU");
+  double tc = peak_flops > 0 ? flops / peak_flops : 0.0;
+  double tm = bytes / (gpu_.hbm_bandwidth_Bps * hbm_efficiency);
+  double t0 = std::max(tc, tm);
+  if (t0 <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
+  sim::Use uses[2] = {{sm_[gpu], tc / t0}, {hbm_[gpu], tm / t0}};
+  return sim_.fluid().start(t0, uses, 1.0, owner, tag);
+}
+
+void ClusterResources::comm_begin(uint32_t gpu) {
+  if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
+    double held = std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
+    sim_.fluid().set_capacity(sm_[gpu], 1.0 - held);
+    sim_.fluid().set_capacity(hbm_[gpu], 1.0 - opt_.comm_hbm_fraction);
+  }
+}
+
+void ClusterResources::comm_end(uint32_t gpu) {
+  SIM_ASSERT(comm_active_[gpu] > 0, "comm_end without comm_begin");
+  if (--comm_active_[gpu] == 0) {
+    sim_.fluid().set_capacity(sm_[gpu], 1.0);
+    sim_.fluid().set_capacity(hbm_[gpu], 1.0);
+  }
+}
+
+}  // namespace topo

@@ -1,0 +1,380 @@
+// topology/topology.cc: Topology members: routing, validation (Boost.Graph), DOT export, summary.
+// The builders live in builders.cc.
+#include "topology/topology.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/graphviz.hpp>
+#include <boost/graph/reverse_graph.hpp>
+
+#include "sim/error.h"
+#include "topology/topology_internal.h"
+
+namespace topo {
+
+const char* to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kScaleUp: return "scale-up";
+    case LinkKind::kNic: return "nic";
+    case LinkKind::kFabric: return "fabric";
+    case LinkKind::kTorus: return "torus";
+    case LinkKind::kCustom: return "custom";
+  }
+  return "?";
+}
+
+Topology::Topology() = default;
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+Topology::~Topology() = default;
+
+uint32_t Topology::add_vertex(std::string name) {
+  vertex_names_.push_back(std::move(name));
+  return static_cast<uint32_t>(vertex_names_.size() - 1);
+}
+
+uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, sim::Time latency, LinkKind kind,
+                            uint8_t tier, bool parallel) {
+  links_.push_back(Link{src, dst, bandwidth_Bps, latency, kind, tier, parallel});
+  return static_cast<uint32_t>(links_.size() - 1);
+}
+
+// ---------------------------------------------------------------- routing
+
+void Topology::route(uint32_t src_gpu, uint32_t dst_gpu, uint64_t flow_hash, Route& out) const {
+  out.clear();
+  if (src_gpu >= num_gpus_ || dst_gpu >= num_gpus_) {
+    throw sim::TopologyError("route from gpu " + std::to_string(src_gpu) + " to gpu " + std::to_string(dst_gpu) +
+                             ": the topology has " + std::to_string(num_gpus_) + " GPUs");
+  }
+  if (src_gpu == dst_gpu) return;
+  switch (kind_) {
+    case TopologyKind::kCluster: route_cluster(src_gpu, dst_gpu, flow_hash, out); break;
+    case TopologyKind::kTorus: route_torus(src_gpu, dst_gpu, out); break;
+    case TopologyKind::kEdgeList: route_edge_list(src_gpu, dst_gpu, flow_hash, out); break;
+  }
+  sim::Time total = sim::Time::zero();
+  for (uint32_t l : out.links) total += links_[l].latency;
+  out.latency = total;
+}
+
+void Topology::route_cluster(uint32_t s, uint32_t d, uint64_t flow_hash, Route& out) const {
+  const uint32_t g = gpus_per_node_;
+  if (has_scale_up_ && s / g == d / g) {
+    out.links.push_back(su_link_base_ + 2 * s);
+    out.links.push_back(su_link_base_ + 2 * d + 1);
+    return;
+  }
+  SIM_ASSERT(has_fat_tree_, "cluster builder admitted GPUs on different nodes without a scale-out fabric");
+  const uint32_t r = rails_;
+  const uint32_t leaf_group_size = tiers_[0].group_size;
+  auto leaf_of = [&](uint32_t gpu) { return (gpu / g / leaf_group_size) * r + (gpu % g) % r; };
+  // Tier-k parent of child c of tier k-1; leaves are numbered (group * rails + rail).
+  auto parent = [&](size_t k, uint32_t c) { return (k == 1 ? c / r : c) / tiers_[k].group_size; };
+
+  out.links.push_back(nic_link_base_ + 2 * s);
+  uint32_t cs = leaf_of(s);
+  uint32_t cd = leaf_of(d);
+  if (cs != cd) {
+    // D-mod-K key: the destination's position within its rail plane, so that the GPUs of one
+    // rail (which share a leaf) spread across parallel uplinks instead of all mapping to one.
+    const uint32_t per_rail = (g + r - 1) / r;
+    const uint64_t key = uint64_t{d / g} * per_rail + (d % g) / r;
+    uint32_t down[kMaxTiers];
+    size_t n_down = 0;
+    for (size_t k = 1; k < tiers_.size(); ++k) {
+      const TierLayout& t = tiers_[k];
+      uint32_t p = 0;
+      if (t.uplinks > 1) {
+        p = uplink_policy_ == UplinkPolicy::kDModK
+                ? static_cast<uint32_t>(key % t.uplinks)
+                : static_cast<uint32_t>(detail::mix64(flow_hash ^ (0x9E3779B97F4A7C15ull * k)) % t.uplinks);
+      }
+      out.links.push_back(t.link_base + 2 * (cs * t.uplinks + p));
+      down[n_down++] = t.link_base + 2 * (cd * t.uplinks + p) + 1;
+      const uint32_t ps = parent(k, cs);
+      const uint32_t pd = parent(k, cd);
+      if (ps == pd) break;
+      cs = ps;
+      cd = pd;
+    }
+    while (n_down > 0) out.links.push_back(down[--n_down]);
+  }
+  out.links.push_back(nic_link_base_ + 2 * d + 1);
+}
+
+void Topology::route_torus(uint32_t s, uint32_t d, Route& out) const {
+  uint32_t cur = s;
+  for (uint32_t k = 0; k < torus_ndims_; ++k) {
+    const uint32_t n = torus_dims_[k];
+    const uint32_t stride = torus_stride_[k];
+    const uint32_t xs = (cur / stride) % n;
+    const uint32_t xd = (d / stride) % n;
+    const uint32_t delta = (xd + n - xs) % n;  // steps in the positive direction
+    if (delta == 0) continue;
+    if (n == 2) {  // one link each way between the pair
+      out.links.push_back(cur * torus_links_per_chip_ + torus_offset_[k]);
+      cur = xs == 0 ? cur + stride : cur - stride;
+      continue;
+    }
+    const bool positive = delta <= n - delta;  // ties go the positive way
+    const uint32_t steps = positive ? delta : n - delta;
+    uint32_t x = xs;
+    for (uint32_t i = 0; i < steps; ++i) {
+      out.links.push_back(cur * torus_links_per_chip_ + torus_offset_[k] + (positive ? 0 : 1));
+      const uint32_t nx = positive ? (x + 1 == n ? 0 : x + 1) : (x == 0 ? n - 1 : x - 1);
+      cur = cur - x * stride + nx * stride;
+      x = nx;
+    }
+  }
+  SIM_ASSERT(cur == d, "torus dimension-order route did not end at the destination");
+}
+
+void Topology::route_edge_list(uint32_t s, uint32_t d, uint64_t flow_hash, Route& out) const {
+  EdgeListState& st = *edge_list_;
+  const std::vector<uint32_t>* dist = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    std::vector<uint32_t>& cached = st.dist_to[d];
+    if (cached.empty()) {
+      // Backwards BFS from d over incoming links: cached[v] = hops from v to d.
+      cached.assign(vertex_names_.size(), detail::kUnreached);
+      std::vector<uint32_t> queue;
+      queue.reserve(vertex_names_.size());
+      cached[d] = 0;
+      queue.push_back(d);
+      for (size_t head = 0; head < queue.size(); ++head) {
+        const uint32_t v = queue[head];
+        for (uint32_t i = st.in_offset[v]; i < st.in_offset[v + 1]; ++i) {
+          const uint32_t u = links_[st.in_links[i]].src;
+          if (cached[u] == detail::kUnreached) {
+            cached[u] = cached[v] + 1;
+            queue.push_back(u);
+          }
+        }
+      }
+    }
+    dist = &cached;  // never reallocated again: the outer vector is sized once at build
+  }
+  const std::vector<uint32_t>& h = *dist;
+  if (h[s] == detail::kUnreached) {
+    throw sim::TopologyError("no path from " + vertex_names_[s] + " to " + vertex_names_[d] + " in the edge list");
+  }
+  uint32_t cur = s;
+  while (cur != d) {
+    // Candidates: out links one hop closer to d. ECMP: pick one by hashing (flow, vertex) so
+    // that a flow keeps its path and different flows spread.
+    uint32_t n = 0;
+    for (uint32_t i = st.out_offset[cur]; i < st.out_offset[cur + 1]; ++i) {
+      if (h[links_[st.out_links[i]].dst] + 1 == h[cur]) ++n;
+    }
+    SIM_ASSERT(n > 0, "BFS distances admit no next hop");
+    uint32_t pick = n == 1 ? 0 : static_cast<uint32_t>(detail::mix64(flow_hash ^ (uint64_t{cur} << 32)) % n);
+    for (uint32_t i = st.out_offset[cur]; i < st.out_offset[cur + 1]; ++i) {
+      const uint32_t l = st.out_links[i];
+      if (h[links_[l].dst] + 1 != h[cur]) continue;
+      if (pick-- == 0) {
+        out.links.push_back(l);
+        cur = links_[l].dst;
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- validation and export
+
+namespace {
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, uint32_t>;
+
+Graph make_graph(const Topology& t) {
+  Graph g(t.num_vertices());
+  const auto& links = t.links();
+  for (uint32_t i = 0; i < links.size(); ++i) boost::add_edge(links[i].src, links[i].dst, i, g);
+  return g;
+}
+
+template <class G>
+std::vector<bool> reachable_from(const G& g, uint32_t start, size_t n) {
+  std::vector<boost::default_color_type> color(n, boost::white_color);
+  auto cmap = boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g));
+  boost::breadth_first_search(g, start, boost::color_map(cmap));
+  std::vector<bool> seen(n);
+  for (size_t v = 0; v < n; ++v) seen[v] = color[v] != boost::white_color;
+  return seen;
+}
+
+std::string format_Bps(double bps) {
+  char buf[64];
+  if (bps >= 1e12) {
+    std::snprintf(buf, sizeof buf, "%.3g TB/s", bps / 1e12);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g GB/s", bps / 1e9);
+  }
+  return buf;
+}
+
+std::string format_time(sim::Time t) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g us", t.microseconds());
+  return buf;
+}
+
+std::string dot_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r;
+}
+
+}  // namespace
+
+void Topology::validate() const {
+  const size_t n = vertex_names_.size();
+  auto vname = [&](uint32_t v) { return "'" + vertex_names_[v] + "'"; };
+  for (uint32_t i = 0; i < links_.size(); ++i) {
+    const Link& l = links_[i];
+    const std::string which = "link " + std::to_string(i);
+    if (l.src >= n || l.dst >= n) throw sim::TopologyError(which + " names a vertex that does not exist");
+    if (l.src == l.dst) throw sim::TopologyError(which + " connects " + vname(l.src) + " to itself");
+    if (!(l.bandwidth_Bps > 0) || !std::isfinite(l.bandwidth_Bps)) {
+      throw sim::TopologyError(which + " from " + vname(l.src) + " to " + vname(l.dst) + " has bandwidth " +
+                               std::to_string(l.bandwidth_Bps) + " B/s: must be positive and finite");
+    }
+    if (l.latency < sim::Time::zero()) {
+      throw sim::TopologyError(which + " from " + vname(l.src) + " has negative latency");
+    }
+  }
+  // Duplicates: sort (src, dst, kind) keys; equal neighbours are allowed only if both are declared parallel.
+  std::vector<uint32_t> order(links_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](uint32_t i) { return std::make_tuple(links_[i].src, links_[i].dst, links_[i].kind); };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const uint32_t a = order[i - 1];
+    const uint32_t b = order[i];
+    if (key(a) == key(b) && !(links_[a].parallel && links_[b].parallel)) {
+      throw sim::TopologyError("duplicate " + std::string(to_string(links_[b].kind)) + " link from " +
+                               vname(links_[b].src) + " to " + vname(links_[b].dst) + " (links " + std::to_string(a) +
+                               " and " + std::to_string(b) + "): declare them parallel if intended");
+    }
+  }
+  const Graph g = make_graph(*this);
+  if (num_gpus_ > 1) {
+    for (uint32_t v = 0; v < n; ++v) {
+      if (boost::out_degree(v, g) == 0 || boost::in_degree(v, g) == 0) {
+        throw sim::TopologyError("vertex " + vname(v) + " has in-degree " + std::to_string(boost::in_degree(v, g)) +
+                                 " and out-degree " + std::to_string(boost::out_degree(v, g)) +
+                                 ": every vertex needs both");
+      }
+    }
+    // GPU 0 reaches every GPU and every GPU reaches GPU 0, so all GPUs reach each other.
+    const std::vector<bool> fwd = reachable_from(g, 0, n);
+    const std::vector<bool> bwd = reachable_from(boost::make_reverse_graph(g), 0, n);
+    for (uint32_t v = 0; v < num_gpus_; ++v) {
+      if (!fwd[v]) throw sim::TopologyError("disconnected: no path from " + vname(0) + " to " + vname(v));
+      if (!bwd[v]) throw sim::TopologyError("disconnected: no path from " + vname(v) + " to " + vname(0));
+    }
+  }
+}
+
+std::string Topology::to_dot() const {
+  const Graph g = make_graph(*this);
+  std::ostringstream os;
+  boost::write_graphviz(
+      os, g,
+      [&](std::ostream& o, Graph::vertex_descriptor v) {
+        o << "[label=\"" << dot_escape(vertex_names_[v]) << "\"" << (v < num_gpus_ ? ",shape=box" : "") << "]";
+      },
+      [&](std::ostream& o, Graph::edge_descriptor e) {
+        const Link& l = links_[g[e]];
+        o << "[label=\"" << format_Bps(l.bandwidth_Bps) << "\",kind=\"" << to_string(l.kind) << "\"]";
+      });
+  return os.str();
+}
+
+std::string Topology::describe() const {
+  std::ostringstream os;
+  const size_t other = vertex_names_.size() - num_gpus_;
+  switch (kind_) {
+    case TopologyKind::kCluster: {
+      os << "Cluster of " << num_gpus_ << " GPUs in " << num_nodes() << " nodes of " << gpus_per_node_ << ".";
+      if (has_scale_up_) {
+        os << " Scale-up: one NVSwitch per node, " << format_Bps(su_bandwidth_Bps_) << " per GPU per direction.";
+      }
+      if (has_fat_tree_) {
+        os << " Scale-out fat-tree: " << format_Bps(nic_bandwidth_Bps_) << " NIC per GPU, " << rails_ << " rail"
+           << (rails_ > 1 ? "s" : "") << ", " << tiers_.size() << " tier" << (tiers_.size() > 1 ? "s" : "") << ":";
+        for (size_t k = 0; k < tiers_.size(); ++k) {
+          const TierLayout& t = tiers_[k];
+          os << (k ? ";" : "") << " " << t.name << " " << t.num_vertices << " switch vertices (groups of up to "
+             << t.group_size << ")";
+          if (k > 0) {
+            double up = 0;
+            const uint32_t first = t.link_base;
+            const uint32_t count = tiers_[k - 1].num_vertices * t.uplinks;
+            for (uint32_t i = 0; i < count; ++i) up += links_[first + 2 * i].bandwidth_Bps;
+            char ratio[32];
+            std::snprintf(ratio, sizeof ratio, "1:%g", t.oversubscription);
+            os << ", oversubscription " << ratio << ", " << t.uplinks << " uplink" << (t.uplinks > 1 ? "s" : "")
+               << " per child, capacity into it " << format_Bps(up) << " per direction";
+          }
+        }
+        os << ".";
+      }
+      break;
+    }
+    case TopologyKind::kTorus: {
+      os << "Torus ";
+      for (uint32_t k = 0; k < torus_ndims_; ++k) os << (k ? "x" : "") << torus_dims_[k];
+      os << " of " << num_gpus_ << " chips (" << gpus_per_node_ << " per host), wraparound in every dimension";
+      // Bisection: cut the largest dimension in half; each ring along it crosses the cut twice
+      // (once if the dimension has size 2).
+      uint32_t kmax = 0;
+      for (uint32_t k = 1; k < torus_ndims_; ++k) {
+        if (torus_dims_[k] > torus_dims_[kmax]) kmax = k;
+      }
+      const uint32_t nmax = torus_dims_[kmax];
+      if (nmax > 1 && !links_.empty()) {
+        const double rings = static_cast<double>(num_gpus_) / nmax;
+        const double cut = rings * (nmax == 2 ? 1 : 2) * links_[0].bandwidth_Bps;
+        os << ", " << format_Bps(links_[0].bandwidth_Bps) << " per link per direction; bisection "
+           << format_Bps(cut) << " per direction";
+      }
+      os << ".";
+      break;
+    }
+    case TopologyKind::kEdgeList:
+      os << "Edge list of " << num_gpus_ << " GPUs (" << gpus_per_node_ << " per node) and " << other
+         << " other vertices; routes are BFS shortest hops with ECMP by flow hash.";
+      break;
+  }
+  uint64_t by_kind[5] = {0, 0, 0, 0, 0};
+  for (const Link& l : links_) ++by_kind[static_cast<int>(l.kind)];
+  os << " " << vertex_names_.size() << " vertices (" << other << " switch or other), " << links_.size()
+     << " directed links (";
+  bool first = true;
+  for (int k = 0; k < 5; ++k) {
+    if (!by_kind[k]) continue;
+    os << (first ? "" : ", ") << by_kind[k] << " " << to_string(static_cast<LinkKind>(k));
+    first = false;
+  }
+  os << ").";
+  return os.str();
+}
+
+}  // namespace topo
