@@ -614,6 +614,13 @@ LayerComm head_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
   return c;
 }
 
+double ring_bytes_sent_per_rank(const CommOp& op, int64_t group_size) {
+  if (group_size <= 1) return 0.0;
+  const double n = static_cast<double>(group_size);
+  const double frac = (n - 1.0) / n;
+  return op.kind == CollectiveKind::kAllReduce ? 2.0 * frac * op.bytes : frac * op.bytes;
+}
+
 double pp_boundary_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                          const ParallelShape& shape, Precision precision) {
   validate_run(spec, micro_batch, seq_len, shape);

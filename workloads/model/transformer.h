@@ -213,6 +213,11 @@ LayerComm embedding_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq
 LayerComm head_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                     const ParallelShape& shape, Precision precision);
 
+// Bytes one rank sends for `op` under a ring algorithm over `group_size` ranks: all-reduce
+// 2(n-1)/n * bytes, all-gather and reduce-scatter (n-1)/n * bytes each. This is where "an
+// all-reduce costs the same as the all-gather + reduce-scatter pair of SP" shows.
+double ring_bytes_sent_per_rank(const CommOp& op, int64_t group_size);
+
 // Bytes sent across one pipeline boundary per micro-batch in each direction (activations forward,
 // their gradients backward): b*(s/cp)*h*elem, divided by tp with SP (each TP rank sends its
 // sequence shard).
