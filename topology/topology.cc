@@ -314,11 +314,14 @@ std::string Topology::describe() const {
     case TopologyKind::kCluster: {
       os << "Cluster of " << num_gpus_ << " GPUs in " << num_nodes() << " nodes of " << gpus_per_node_ << ".";
       if (has_scale_up_) {
-        os << " Scale-up: one NVSwitch per node, " << format_Bps(su_bandwidth_Bps_) << " per GPU per direction.";
+        os << " Scale-up: one NVSwitch per node, " << format_Bps(su_bandwidth_Bps_) << " per GPU per direction, "
+           << format_time(links_[su_link_base_].latency) << " per link.";
       }
       if (has_fat_tree_) {
         os << " Scale-out fat-tree: " << format_Bps(nic_bandwidth_Bps_) << " NIC per GPU, " << rails_ << " rail"
-           << (rails_ > 1 ? "s" : "") << ", " << tiers_.size() << " tier" << (tiers_.size() > 1 ? "s" : "") << ":";
+           << (rails_ > 1 ? "s" : "") << ", NIC up/down latency " << format_time(links_[nic_link_base_].latency) << "/"
+           << format_time(links_[nic_link_base_ + 1].latency) << ", " << tiers_.size() << " tier"
+           << (tiers_.size() > 1 ? "s" : "") << ":";
         for (size_t k = 0; k < tiers_.size(); ++k) {
           const TierLayout& t = tiers_[k];
           os << (k ? ";" : "") << " " << t.name << " " << t.num_vertices << " switch vertices (groups of up to "
@@ -352,7 +355,8 @@ std::string Topology::describe() const {
       if (nmax > 1 && !links_.empty()) {
         const double rings = static_cast<double>(num_gpus_) / nmax;
         const double cut = rings * (nmax == 2 ? 1 : 2) * links_[0].bandwidth_Bps;
-        os << ", " << format_Bps(links_[0].bandwidth_Bps) << " per link per direction; bisection "
+        os << ", " << format_Bps(links_[0].bandwidth_Bps) << " and " << format_time(links_[0].latency)
+           << " per link per direction; bisection "
            << format_Bps(cut) << " per direction";
       }
       os << ".";

@@ -1,0 +1,160 @@
+#include "topology/cluster_config.h"
+
+#include <string>
+
+#include "sim/error.h"
+
+namespace topo {
+
+namespace {
+
+GpuSpec bind_gpu(const sim::ConfigNode& cluster) {
+  auto node = cluster.child("gpu");
+  if (node.is_scalar()) {
+    try {
+      return find_gpu(node.as_string());
+    } catch (const sim::TopologyError& e) {
+      node.fail(e.what());
+    }
+  }
+  if (!node.is_map()) node.fail("expected a catalog name (e.g. h100-sxm) or a map with 'preset' and overrides");
+  GpuSpec g;
+  try {
+    g = find_gpu(node.get_string("preset"));
+  } catch (const sim::TopologyError& e) {
+    node.child("preset").fail(e.what());
+  }
+  g.peak_bf16_flops = node.get_flop_rate("peak_bf16", g.peak_bf16_flops);
+  g.peak_fp16_flops = node.get_flop_rate("peak_fp16", g.peak_fp16_flops);
+  g.peak_fp8_flops = node.get_flop_rate("peak_fp8", g.peak_fp8_flops);
+  g.peak_tf32_flops = node.get_flop_rate("peak_tf32", g.peak_tf32_flops);
+  g.peak_fp32_flops = node.get_flop_rate("peak_fp32", g.peak_fp32_flops);
+  g.hbm_capacity_bytes = static_cast<uint64_t>(node.get_bytes("hbm_capacity", static_cast<double>(g.hbm_capacity_bytes)));
+  g.hbm_bandwidth_Bps = node.get_bandwidth("hbm_bandwidth", g.hbm_bandwidth_Bps);
+  g.sm_count = static_cast<uint32_t>(node.get_int_in("sm_count", 1, 100000, g.sm_count));
+  g.scale_up_bandwidth_Bps = node.get_bandwidth("scale_up_bandwidth", g.scale_up_bandwidth_Bps);
+  g.ici_link_bandwidth_Bps = node.get_bandwidth("ici_link_bandwidth", g.ici_link_bandwidth_Bps);
+  if (g.hbm_bandwidth_Bps <= 0) node.child("hbm_bandwidth").fail("must be > 0");
+  if (g.peak_bf16_flops <= 0) node.child("peak_bf16").fail("must be > 0");
+  return g;
+}
+
+FatTreeSpec bind_fat_tree(const sim::ConfigNode& so, const ClusterSpec& spec) {
+  FatTreeSpec ft;
+  ft.nic_bandwidth_Bps = so.get_bandwidth("nic_bandwidth", ft.nic_bandwidth_Bps);
+  if (ft.nic_bandwidth_Bps <= 0) so.child("nic_bandwidth").fail("must be > 0");
+  ft.rails = static_cast<uint32_t>(so.get_int_in("rails", 1, 1024, 1));
+  ft.hop_latency = so.get_duration("hop_latency", ft.hop_latency);
+  ft.nic_latency = so.get_duration("nic_latency", ft.nic_latency);
+  std::string policy = so.get_enum("uplink_policy", {"d-mod-k", "flow-hash"}, "d-mod-k");
+  ft.uplink_policy = policy == "d-mod-k" ? UplinkPolicy::kDModK : UplinkPolicy::kFlowHash;
+  auto tiers = so.child("tiers");
+  if (!tiers.is_sequence() || tiers.size() == 0)
+    tiers.fail("expected a list of tiers, the first one giving `nodes` per leaf group");
+  std::string prev;
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    auto t = tiers.at(i);
+    if (!t.is_map()) t.fail("expected a map like {name: leaf, nodes: 16}");
+    FatTreeTier tier;
+    tier.name = t.get_string("name", i == 0 ? "leaf" : "tier" + std::to_string(i));
+    if (i == 0) {
+      tier.group_size = static_cast<uint32_t>(t.get_int_in("nodes", 1, 1 << 30));
+    } else {
+      std::string plural = prev + "s";
+      bool by_groups = t.has("groups");
+      bool by_name = t.has(plural);
+      if (by_groups == by_name)
+        t.fail("give the number of " + prev + " groups per " + tier.name + " group as either `groups: N` or `" +
+               plural + ": N`");
+      tier.group_size = static_cast<uint32_t>(t.get_int_in(by_groups ? "groups" : plural, 1, 1 << 30));
+    }
+    tier.oversubscription = t.get_double_in("oversubscription", 1.0, 1e6, 1.0);
+    tier.uplinks = static_cast<uint32_t>(t.get_int_in("uplinks", 1, 1 << 20, 1));
+    if (i == 0 && (tier.oversubscription != 1.0 || tier.uplinks != 1))
+      t.fail("the leaf tier takes no oversubscription or uplinks: GPUs enter it through their own NIC; "
+             "set them on the tier above");
+    prev = tier.name;
+    ft.tiers.push_back(tier);
+  }
+  (void)spec;
+  return ft;
+}
+
+}  // namespace
+
+ClusterConfig bind_cluster(const sim::ConfigNode& c) {
+  ClusterConfig cfg;
+  cfg.gpu = bind_gpu(c);
+  bool tpu = cfg.gpu.kind == AcceleratorKind::kTpu;
+  cfg.spec.nodes = static_cast<uint32_t>(c.get_int_in("nodes", 1, 1 << 24));
+  cfg.spec.gpus_per_node = static_cast<uint32_t>(c.get_int_in("gpus_per_node", 1, 4096, tpu ? 4 : 8));
+
+  // Scale-up domain.
+  if (auto su = c.find("scale_up")) {
+    std::string kind = su->get_enum("kind", {"none", "nvswitch"}, tpu ? "none" : "nvswitch");
+    cfg.spec.scale_up.kind = kind == "nvswitch" ? ScaleUpKind::kNvSwitch : ScaleUpKind::kNone;
+    cfg.spec.scale_up.bandwidth_Bps = su->get_bandwidth("bandwidth", cfg.gpu.scale_up_bandwidth_Bps);
+    cfg.spec.scale_up.latency = su->get_duration("latency", cfg.spec.scale_up.latency);
+    if (cfg.spec.scale_up.bandwidth_Bps <= 0) su->child("bandwidth").fail("must be > 0");
+  } else {
+    cfg.spec.scale_up.kind = tpu || cfg.spec.gpus_per_node == 1 ? ScaleUpKind::kNone : ScaleUpKind::kNvSwitch;
+    cfg.spec.scale_up.bandwidth_Bps = cfg.gpu.scale_up_bandwidth_Bps;
+  }
+
+  // Scale-out network.
+  auto so = c.find("scale_out");
+  std::string kind = so ? so->get_enum("kind", {"none", "fat-tree", "torus"}) : std::string("none");
+  if (kind == "fat-tree") {
+    cfg.spec.scale_out.kind = ScaleOutKind::kFatTree;
+    cfg.spec.scale_out.fat_tree = bind_fat_tree(*so, cfg.spec);
+  } else if (kind == "torus") {
+    cfg.spec.scale_out.kind = ScaleOutKind::kTorus;
+    auto& t = cfg.spec.scale_out.torus;
+    auto dims_node = so->child("dims");
+    auto dims = so->get_int_list("dims");
+    if (dims.empty() || dims.size() > 3) dims_node.fail("a torus has 1 to 3 dimensions, got " + std::to_string(dims.size()));
+    uint64_t product = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 1)
+        dims_node.fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
+                       ": every dimension must be >= 1");
+      t.dims.push_back(static_cast<uint32_t>(dims[i]));
+      product *= static_cast<uint64_t>(dims[i]);
+    }
+    double def_bw = cfg.gpu.ici_link_bandwidth_Bps > 0 ? cfg.gpu.ici_link_bandwidth_Bps : t.link_bandwidth_Bps;
+    t.link_bandwidth_Bps = so->get_bandwidth("link_bandwidth", def_bw);
+    if (t.link_bandwidth_Bps <= 0) so->child("link_bandwidth").fail("must be > 0");
+    t.link_latency = so->get_duration("link_latency", t.link_latency);
+    uint64_t chips = uint64_t{cfg.spec.nodes} * cfg.spec.gpus_per_node;
+    if (product != chips)
+      dims_node.fail("the torus holds " + std::to_string(product) + " chips but nodes x gpus_per_node = " +
+                     std::to_string(chips));
+  } else if (cfg.spec.nodes > 1) {
+    if (so) so->child("kind").fail("a cluster of " + std::to_string(cfg.spec.nodes) + " nodes needs a scale-out network (fat-tree or torus)");
+    c.fail("a cluster of " + std::to_string(cfg.spec.nodes) + " nodes needs a `scale_out` network (fat-tree or torus)");
+  }
+
+  // Resource options.
+  if (auto e = c.find("efficiency")) {
+    cfg.resources.scale_up_efficiency = e->get_double_in("scale_up", 0.01, 1.0, cfg.resources.scale_up_efficiency);
+    cfg.resources.nic_efficiency = e->get_double_in("nic", 0.01, 1.0, cfg.resources.nic_efficiency);
+    cfg.resources.fabric_efficiency = e->get_double_in("fabric", 0.01, 1.0, cfg.resources.fabric_efficiency);
+    cfg.resources.torus_efficiency = e->get_double_in("torus", 0.01, 1.0, cfg.resources.torus_efficiency);
+  }
+  // TPUs move ICI data with DMA engines, not with TensorCores: no cores held by communication.
+  int64_t def_sms = tpu ? 0 : cfg.resources.comm_sms;
+  cfg.resources.comm_sms = static_cast<uint32_t>(c.get_int_in("comm_sms", 0, cfg.gpu.sm_count, def_sms));
+  return cfg;
+}
+
+Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster) {
+  try {
+    Topology t = build_cluster(cfg.spec);
+    t.validate();
+    return t;
+  } catch (const sim::TopologyError& e) {
+    cluster.fail(e.what());
+  }
+}
+
+}  // namespace topo

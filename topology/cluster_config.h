@@ -1,0 +1,43 @@
+// topology/cluster_config.h: binds the `cluster:` section of a scenario to a ClusterSpec, the
+// accelerator spec (catalog entry plus overrides) and the resource options.
+//
+//   cluster:
+//     gpu: h100-sxm                 # or {preset: h100-sxm, hbm_bandwidth: 4TB/s, ...}
+//     nodes: 16
+//     gpus_per_node: 8
+//     scale_up: {kind: nvswitch, bandwidth: 450GB/s, latency: 250ns}
+//     scale_out:
+//       kind: fat-tree              # none | fat-tree | torus
+//       nic_bandwidth: 400Gbps
+//       rails: 8
+//       tiers:
+//         - {name: leaf, nodes: 16}
+//         - {name: spine, leafs: 8, oversubscription: 1, uplinks: 1}   # or groups: 8
+//     efficiency: {scale_up: 0.82, nic: 0.94, fabric: 0.94, torus: 0.9}
+//     comm_sms: 16
+// A tier k >= 1 names its size either `groups: N` or `<previous tier name>s: N` (racks: 192).
+// A torus: scale_out: {kind: torus, dims: [8, 8, 8], link_bandwidth: ..., link_latency: ...};
+// link bandwidth defaults to the accelerator's ICI per-link rate.
+#pragma once
+
+#include "sim/config.h"
+#include "topology/catalog.h"
+#include "topology/cluster_resources.h"
+#include "topology/topology.h"
+
+namespace topo {
+
+struct ClusterConfig {
+  GpuSpec gpu;
+  ClusterSpec spec;
+  ResourceOptions resources;
+};
+
+// Throws sim::ConfigError naming file, line, column and key for anything wrong or impossible.
+ClusterConfig bind_cluster(const sim::ConfigNode& cluster);
+
+// Builds the topology; a sim::TopologyError from the builders is re-thrown as a ConfigError
+// located at the cluster section.
+Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster);
+
+}  // namespace topo
