@@ -121,10 +121,11 @@ TEST(ModelParams, MegatronTable1EqualsEq2AndPrintedCounts) {
 }
 
 // GPT-3 175B: Brown et al. Table 2.1 "175.0B"; Megatron SC'21 Table 2 counts it as 174.6B.
-// 12*96*12288^2 + 13*96*12288 + (50257 + 2048)*12288 + 2*12288 = 174,603,...,  i.e. 174.6B.
+// 12*96*12288^2 + 13*96*12288 + (50257 + 2048)*12288 + 2*12288 = 174,604,259,328, i.e. 174.6B.
 TEST(ModelParams, Gpt3) {
   const ParamCounts c = count_params(find_model_preset("gpt3-175b"));
   EXPECT_LT(rel_err(static_cast<double>(c.total), 175.0e9), 0.005);
+  EXPECT_EQ(c.total, 174604259328LL);
   EXPECT_NEAR(std::round(static_cast<double>(c.total) / 1e8) / 10, 174.6, 1e-9);
   EXPECT_EQ(c.position_embedding, 2048 * 12288);
   EXPECT_EQ(c.embedding(), (50257 + 2048) * 12288LL);
