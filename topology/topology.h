@@ -166,6 +166,8 @@ class Topology {
   ~Topology();
 
   TopologyKind kind() const { return kind_; }
+  // Torus dimension sizes (dimension 0 fastest); empty unless kind() == kTorus.
+  std::vector<uint32_t> torus_dims() const { return {torus_dims_, torus_dims_ + torus_ndims_}; }
   uint32_t num_gpus() const { return num_gpus_; }
   uint32_t gpus_per_node() const { return gpus_per_node_; }
   uint32_t num_nodes() const { return num_gpus_ / gpus_per_node_; }
