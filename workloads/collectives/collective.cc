@@ -1,0 +1,336 @@
+// workloads/collectives/collective.cc: names, bus factors, request validation, the choice made by
+// Algorithm::kAuto and the alpha-beta estimate. The per-algorithm builders are in algorithms.cc.
+#include "workloads/collectives/collective.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/error.h"
+
+namespace wl {
+
+namespace collective_detail {
+// Defined in algorithms.cc.
+std::string shape_problem(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_ring(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_tree(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_halving_doubling(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& shape);
+}  // namespace collective_detail
+
+namespace {
+
+constexpr std::array<CollectiveOp, 7> kOps = {
+    CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather, CollectiveOp::kBroadcast,
+    CollectiveOp::kReduce,    CollectiveOp::kAllToAll,      CollectiveOp::kSendRecv};
+constexpr std::array<Algorithm, 7> kAlgorithms = {Algorithm::kAuto,         Algorithm::kRing,
+                                                  Algorithm::kTree,         Algorithm::kHalvingDoubling,
+                                                  Algorithm::kHierarchical, Algorithm::kTorus,
+                                                  Algorithm::kDirect};
+
+// Which algorithm can lower which op, in kAuto's tie-break order (ring, hierarchical, tree,
+// halving-doubling; torus and direct only where they are the natural or only choice).
+constexpr std::array<Algorithm, 6> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
+                                                  Algorithm::kTree,  Algorithm::kHalvingDoubling,
+                                                  Algorithm::kTorus, Algorithm::kDirect};
+
+bool implements(Algorithm a, CollectiveOp op) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return true;
+    case Algorithm::kRing:
+      return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllGather ||
+             op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
+    case Algorithm::kTree:
+      return op == CollectiveOp::kAllReduce || op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
+    case Algorithm::kHalvingDoubling:
+    case Algorithm::kHierarchical:
+    case Algorithm::kTorus:
+      return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllGather;
+    case Algorithm::kDirect:
+      return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllGather ||
+             op == CollectiveOp::kReduceScatter;
+  }
+  return false;
+}
+
+// Candidates kAuto compares. Direct all-gather / reduce-scatter are left out: the estimate sees
+// the sender's port but not the incast at each receiver's switch port, and NCCL never picks it. Torus is handled before the comparison (it is the algorithm a torus is built for).
+bool auto_candidate(Algorithm a, CollectiveOp op) {
+  if (a == Algorithm::kTorus) return false;
+  if (a == Algorithm::kDirect) return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv;
+  return implements(a, op);
+}
+
+// "all-reduce" -> "allreduce": accept the nccl-tests spellings (all_reduce) and the NCCL API
+// ones (AllReduce) as well as ours.
+std::string normalise(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '-' || c == '_' || c == '/' || c == ' ') continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::string format_seconds(double s) {
+  char buf[64];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+  else if (s < 1.0) std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string context(const CollectiveRequest& req) {
+  std::ostringstream os;
+  os << "collective " << op_name(req.op) << " with " << algorithm_name(req.algorithm) << " on " << req.group.size()
+     << (req.group.size() == 1 ? " rank: " : " ranks: ");
+  return os.str();
+}
+
+[[noreturn]] void fail(const CollectiveRequest& req, const std::string& why) {
+  throw sim::ConfigError(context(req) + why);
+}
+
+void validate(const CollectiveRequest& req) {
+  if (req.group.empty()) fail(req, "the group is empty");
+  if (!(req.bytes >= 0.0)) {
+    std::ostringstream os;
+    os << "bytes must be >= 0, got " << req.bytes;
+    fail(req, os.str());
+  }
+  std::vector<uint32_t> sorted = req.group;
+  std::sort(sorted.begin(), sorted.end());
+  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end()) fail(req, "GPU " + std::to_string(*dup) + " appears more than once in the group");
+  if (req.op == CollectiveOp::kSendRecv && req.group.size() != 2) {
+    fail(req, "send-recv needs a group of exactly 2 GPUs {src, dst}");
+  }
+  if (!implements(req.algorithm, req.op)) {
+    // "use direct or auto", "use ring, tree, or auto".
+    std::vector<std::string> names;
+    for (Algorithm a : kPreference) {
+      if (implements(a, req.op)) names.emplace_back(algorithm_name(a));
+    }
+    std::string alternatives;
+    for (const auto& name : names) alternatives += name + (names.size() == 1 ? " " : ", ");
+    fail(req, std::string(algorithm_name(req.algorithm)) + " does not implement " + std::string(op_name(req.op)) +
+                  " (use " + alternatives + "or auto)");
+  }
+}
+
+CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape) {
+  switch (a) {
+    case Algorithm::kRing:
+      return collective_detail::lower_ring(req, shape);
+    case Algorithm::kTree:
+      return collective_detail::lower_tree(req, shape);
+    case Algorithm::kHalvingDoubling:
+      return collective_detail::lower_halving_doubling(req, shape);
+    case Algorithm::kHierarchical:
+      return collective_detail::lower_hierarchical(req, shape);
+    case Algorithm::kTorus:
+      return collective_detail::lower_torus(req, shape);
+    case Algorithm::kDirect:
+      return collective_detail::lower_direct(req, shape);
+    case Algorithm::kAuto:
+      break;
+  }
+  return {};
+}
+
+CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
+  // A torus is built for per-dimension rings; a ring in group order would zig-zag across it.
+  if (shape.torus && implements(Algorithm::kTorus, req.op) &&
+      collective_detail::shape_problem(Algorithm::kTorus, req, shape).empty()) {
+    CollectivePlan plan = build(Algorithm::kTorus, req, shape);
+    plan.note = "auto: torus (est " + format_seconds(estimate_seconds(plan, shape, hints)) +
+                "; per-dimension rings on a torus shape)";
+    return plan;
+  }
+  struct Candidate {
+    CollectivePlan plan;
+    double seconds;
+  };
+  std::vector<Candidate> candidates;
+  for (Algorithm a : kPreference) {
+    if (!auto_candidate(a, req.op) || !collective_detail::shape_problem(a, req, shape).empty()) continue;
+    CollectivePlan plan = build(a, req, shape);
+    if (plan.algorithm != a) continue;  // degraded to another candidate (hierarchical on one node)
+    const double t = estimate_seconds(plan, shape, hints);
+    candidates.push_back({std::move(plan), t});
+  }
+  SIM_ASSERT(!candidates.empty(), "every op has at least one auto candidate");
+  size_t best = 0;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    // Strictly better by more than rounding: ties keep the earlier (preferred) algorithm.
+    if (candidates[i].seconds < candidates[best].seconds * (1.0 - 1e-9)) best = i;
+  }
+  std::string note = "auto: " + std::string(algorithm_name(candidates[best].plan.algorithm)) + " (est " +
+                     format_seconds(candidates[best].seconds);
+  std::string others;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i == best) continue;
+    others += (others.empty() ? "" : ", ") + std::string(algorithm_name(candidates[i].plan.algorithm)) + " " +
+              format_seconds(candidates[i].seconds);
+  }
+  note += others.empty() ? "; no alternative)" : "; " + others + ")";
+  CollectivePlan plan = std::move(candidates[best].plan);
+  if (!plan.note.empty()) note += "; " + plan.note;
+  plan.note = std::move(note);
+  return plan;
+}
+
+}  // namespace
+
+std::string_view op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return "all-reduce";
+    case CollectiveOp::kReduceScatter: return "reduce-scatter";
+    case CollectiveOp::kAllGather: return "all-gather";
+    case CollectiveOp::kBroadcast: return "broadcast";
+    case CollectiveOp::kReduce: return "reduce";
+    case CollectiveOp::kAllToAll: return "all-to-all";
+    case CollectiveOp::kSendRecv: return "send-recv";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kHalvingDoubling: return "halving-doubling";
+    case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kTorus: return "torus";
+    case Algorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+CollectiveOp parse_op(std::string_view s) {
+  const std::string key = normalise(s);
+  for (CollectiveOp op : kOps) {
+    if (normalise(op_name(op)) == key) return op;
+  }
+  if (key == "p2p") return CollectiveOp::kSendRecv;
+  std::string names;
+  for (CollectiveOp op : kOps) names += (names.empty() ? "" : ", ") + std::string(op_name(op));
+  throw sim::ConfigError("unknown collective op '" + std::string(s) + "' (expected one of: " + names + ")");
+}
+
+Algorithm parse_algorithm(std::string_view s) {
+  const std::string key = normalise(s);
+  for (Algorithm a : kAlgorithms) {
+    if (normalise(algorithm_name(a)) == key) return a;
+  }
+  if (key == "rabenseifner") return Algorithm::kHalvingDoubling;
+  std::string names;
+  for (Algorithm a : kAlgorithms) names += (names.empty() ? "" : ", ") + std::string(algorithm_name(a));
+  throw sim::ConfigError("unknown collective algorithm '" + std::string(s) + "' (expected one of: " + names + ")");
+}
+
+// nccl-tests doc/PERFORMANCE.md: busbw = algbw x factor, the factor making busbw comparable to
+// the link speed whatever the rank count.
+double bus_factor(CollectiveOp op, uint32_t n) {
+  if (n == 0) return 0.0;
+  const double r = static_cast<double>(n);
+  switch (op) {
+    case CollectiveOp::kAllReduce: return 2.0 * (r - 1.0) / r;
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kAllToAll: return (r - 1.0) / r;
+    case CollectiveOp::kBroadcast:
+    case CollectiveOp::kReduce:
+    case CollectiveOp::kSendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
+  validate(req);
+  if (req.group.size() == 1) {
+    // Nothing moves. Report the algorithm that would have been used.
+    CollectivePlan plan;
+    plan.op = req.op;
+    plan.algorithm = req.algorithm;
+    if (plan.algorithm == Algorithm::kAuto) {
+      for (Algorithm a : kPreference) {
+        if (auto_candidate(a, req.op)) {
+          plan.algorithm = a;
+          break;
+        }
+      }
+    }
+    plan.note = "single rank: nothing to move";
+    return plan;
+  }
+  if (req.algorithm == Algorithm::kAuto) return choose(req, shape, hints);
+  const std::string problem = collective_detail::shape_problem(req.algorithm, req, shape);
+  if (!problem.empty()) fail(req, problem);
+  return build(req.algorithm, req, shape);
+}
+
+// Alpha-beta per phase: a phase lasts as long as its slowest transfer; phases add up. A hop is
+// intra-node when both GPUs sit on the same node (intra_node_* hints), else inter-node. A
+// transfer's hops all run at one rate, so it moves at its slowest hop's bandwidth and waits
+// latency_steps x the largest step latency among its hops.
+//
+// Refinement over a pure per-hop model (reported to the design owner): a GPU has one port of
+// each kind (its NVLink/NVSwitch port inside the node, its NIC outside), so the hops of a phase
+// that leave (or enter) the same GPU over the same kind of link split that port's bandwidth
+// equally. Every ring, chain, rail ring and halving-doubling exchange uses each port once, so
+// their closed forms are unchanged; what it corrects is the shapes that would otherwise look far
+// faster than the links allow: a tree node sending to its parent and two children, or an
+// all-to-all rank sending n-1 chunks at once. On a torus every neighbour has its own link, so the
+// shared resource there is the directed (src, dst) link itself. Fabric contention beyond the
+// GPU's own ports (oversubscribed spines, shared NICs) is left to the simulator.
+double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints) {
+  const uint32_t gpn = std::max<uint32_t>(1, shape.gpus_per_node);
+  auto port = [&](uint32_t gpu, uint32_t other, bool out, bool intra) -> uint64_t {
+    if (shape.torus) return out ? (static_cast<uint64_t>(gpu) << 32) | other : (static_cast<uint64_t>(other) << 32) | gpu;
+    return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
+  };
+  std::unordered_map<uint64_t, uint32_t> users;
+  double total = 0.0;
+  for (const Phase& ph : plan.phases) {
+    users.clear();
+    for (const Transfer& t : ph.transfers) {
+      for (const auto& [src, dst] : t.hops) {
+        const bool intra = src / gpn == dst / gpn;
+        ++users[port(src, dst, true, intra)];
+        if (!shape.torus) ++users[port(dst, src, false, intra)];
+      }
+    }
+    double phase_s = 0.0;
+    for (const Transfer& t : ph.transfers) {
+      double rate = 0.0;
+      double step_s = 0.0;
+      bool first = true;
+      for (const auto& [src, dst] : t.hops) {
+        const bool intra = src / gpn == dst / gpn;
+        uint32_t share = users[port(src, dst, true, intra)];
+        if (!shape.torus) share = std::max(share, users[port(dst, src, false, intra)]);
+        const double r = (intra ? hints.intra_node_Bps : hints.inter_node_Bps) / static_cast<double>(share);
+        rate = first ? r : std::min(rate, r);
+        step_s = std::max(step_s, intra ? hints.intra_step_s : hints.inter_step_s);
+        first = false;
+      }
+      const double move_s = t.bytes > 0.0 && rate > 0.0 ? t.bytes / rate : 0.0;
+      phase_s = std::max(phase_s, static_cast<double>(t.latency_steps) * step_s + move_s);
+    }
+    total += phase_s;
+  }
+  return total;
+}
+
+}  // namespace wl
