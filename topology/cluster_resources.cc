@@ -60,6 +60,14 @@ sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, doubl
   return sim_.fluid().start(t0, uses, 1.0, owner, tag);
 }
 
+sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
+                                                     sim::ActivityOwner* owner, uint64_t tag) {
+  SIM_ASSERT(gpu < sm_.size(), "kernel on an unknown GPU");
+  if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
+  sim::Use uses[2] = {{sm_[gpu], sm_load}, {hbm_[gpu], hbm_load}};
+  return sim_.fluid().start(seconds, uses, 1.0, owner, tag);
+}
+
 void ClusterResources::comm_begin(uint32_t gpu) {
   if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
     double held = std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);

@@ -55,6 +55,10 @@ class ClusterResources {
   // efficiency) and `bytes` of HBM traffic at `hbm_efficiency` of peak bandwidth.
   sim::ActivityId start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes, double hbm_efficiency,
                                sim::ActivityOwner* owner, uint64_t tag);
+  // Starts a kernel already reduced to its time alone on an idle GPU and its loads on the SM pool
+  // and HBM (fractions in [0, 1]; the larger is normally 1: the roofline's binding side).
+  sim::ActivityId start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
+                                     sim::ActivityOwner* owner, uint64_t tag);
   // Roofline time of a kernel alone on an idle GPU.
   static double roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps);
 

@@ -1,6 +1,54 @@
-// sim/app/main.cc: the clustersim command (being assembled in this session).
+// sim/app/main.cc: the clustersim command. Parses the command line, and turns user errors into
+// one clear line and exit status 2. Everything else lives in the subcommand files.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-int main() {
-  std::fprintf(stderr, "clustersim: not assembled yet\n");
-  return 1;
+#include <exception>
+#include <string>
+
+#include "sim/app/commands.h"
+#include "sim/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"clustersim: discrete-event simulator of GPU and TPU clusters training large models"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+
+  app::RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "Simulate one scenario (the built-in default when no file is given)");
+  run_cmd->add_option("scenario", run.scenario, "Scenario YAML file");
+  run_cmd->add_option("--set", run.overrides, "Override a scenario key: --set cluster.nodes=4 (repeatable)");
+  run_cmd->add_option("--seed", run.seed, "Random seed (overrides the scenario's `seed`)");
+  run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)");
+  run_cmd->add_option("--json", run.json, "Write results as JSON");
+  run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in)");
+  run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
+
+  app::TopologyOptions topo;
+  auto* topo_cmd = app.add_subcommand("topology", "Build a scenario's cluster, check it and describe it");
+  topo_cmd->add_option("scenario", topo.scenario, "Scenario YAML file");
+  topo_cmd->add_option("--set", topo.overrides, "Override a scenario key (repeatable)");
+  topo_cmd->add_option("--dot", topo.dot, "Write the network graph in Graphviz DOT");
+
+  auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*run_cmd) return app::cmd_run(run);
+    if (*topo_cmd) return app::cmd_topology(topo);
+    if (*catalog_cmd) return app::cmd_catalog();
+  } catch (const sim::UserError& e) {
+    std::fprintf(stderr, "clustersim: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "clustersim: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }

@@ -1,0 +1,223 @@
+#include "sim/app/commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config.h"
+#include "sim/error.h"
+#include "sim/simulation.h"
+#include "sim/units.h"
+#include "topology/catalog.h"
+#include "topology/cluster_config.h"
+#include "topology/cluster_resources.h"
+#include "traces/chrome/chrome_trace.h"
+#include "workloads/collectives/benchmark.h"
+#include "workloads/model/transformer.h"
+
+namespace app {
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw sim::UserError("cannot write " + path);
+  f << text;
+  if (!f) throw sim::UserError("error while writing " + path);
+}
+
+// Everything bound from one scenario before anything is simulated.
+struct Scenario {
+  sim::ConfigDoc doc;
+  std::string name;
+  uint64_t seed = 1;
+  topo::ClusterConfig cluster;
+  std::unique_ptr<topo::Topology> topology;
+  std::string workload_kind;
+  wl::CollectiveBenchConfig collectives;
+  std::string trace;
+  std::vector<uint32_t> trace_ranks;
+};
+
+sim::ConfigDoc load_doc(const std::string& path, const std::vector<std::string>& overrides) {
+  sim::ConfigDoc doc = path.empty() ? sim::ConfigDoc::load_string(default_scenario_yaml(), "<default scenario>")
+                                    : sim::ConfigDoc::load_file(path);
+  for (const auto& o : overrides) doc.apply_override(o);
+  return doc;
+}
+
+Scenario bind_scenario(const std::string& path, const std::vector<std::string>& overrides, bool with_workload) {
+  Scenario sc{load_doc(path, overrides)};
+  auto root = sc.doc.root();
+  if (!root.is_map()) root.fail("a scenario is a map with keys name, seed, cluster, workload, output");
+  sc.name = root.get_string("name", path.empty() ? "default" : path);
+  sc.seed = static_cast<uint64_t>(root.get_int_in("seed", 0, INT64_MAX, 1));
+  auto cluster = root.child("cluster");
+  sc.cluster = topo::bind_cluster(cluster);
+  sc.topology = std::make_unique<topo::Topology>(topo::build_cluster_checked(sc.cluster, cluster));
+  if (with_workload) {
+    auto w = root.child("workload");
+    sc.workload_kind = w.get_enum("kind", {"collectives"});
+    sc.collectives = wl::bind_collective_benchmark(w, *sc.topology);
+    if (auto out = root.find("output")) {
+      sc.trace = out->get_string("trace", "");
+      if (out->has("trace_ranks")) {
+        auto ranks_node = out->child("trace_ranks");
+        for (int64_t r : out->get_int_list("trace_ranks")) {
+          if (r < 0 || r >= sc.topology->num_gpus())
+            ranks_node.fail("rank " + std::to_string(r) + " is outside the cluster (0.." +
+                            std::to_string(sc.topology->num_gpus() - 1) + ")");
+          sc.trace_ranks.push_back(static_cast<uint32_t>(r));
+        }
+      }
+    }
+  } else {
+    // `topology` looks at the cluster only; the rest is still checked for unknown keys where bound.
+    if (auto w = root.find("workload")) (void)w->keys();
+  }
+  return sc;
+}
+
+std::string describe_size(double bytes) { return sim::format_bytes(bytes); }
+
+}  // namespace
+
+const char* default_scenario_yaml() {
+  return R"(# Built-in default: nccl-tests style collectives on two DGX H100 nodes.
+name: default-2x-dgx-h100-collectives
+seed: 1
+cluster:
+  gpu: h100-sxm
+  nodes: 2
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    rails: 8
+    tiers:
+      - {name: leaf, nodes: 2}
+      - {name: spine, leafs: 1}
+workload:
+  kind: collectives
+  iterations: 5
+  warmup: 1
+  tests:
+    - {op: all-reduce, algorithm: ring, group: node, sizes: [1MiB, 64MiB, 1GiB]}
+    - {op: all-reduce, algorithm: ring, group: all, sizes: [1MiB, 64MiB, 1GiB]}
+    - {op: all-gather, algorithm: auto, group: all, sizes: [1GiB]}
+)";
+}
+
+int cmd_run(const RunOptions& opt) {
+  auto wall0 = std::chrono::steady_clock::now();
+  Scenario sc = bind_scenario(opt.scenario, opt.overrides, true);
+  if (opt.seed) sc.seed = *opt.seed;
+  sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
+  if (!opt.resolved.empty()) write_file(opt.resolved, sc.doc.resolved_yaml());
+
+  sim::Simulation sim(sc.seed);
+  std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
+  std::unique_ptr<traces::ChromeTraceWriter> trace;
+  if (!trace_path.empty()) {
+    traces::ChromeTraceOptions to;
+    to.path = trace_path;
+    std::vector<uint32_t> ranks = !opt.trace_ranks.empty() ? opt.trace_ranks : sc.trace_ranks;
+    if (ranks.empty())
+      for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) ranks.push_back(g);
+    for (uint32_t r : ranks) {
+      if (r >= sc.topology->num_gpus())
+        throw sim::UserError("--trace-ranks: rank " + std::to_string(r) + " is outside the cluster (0.." +
+                             std::to_string(sc.topology->num_gpus() - 1) + ")");
+    }
+    to.processes.insert(ranks.begin(), ranks.end());
+    trace = std::make_unique<traces::ChromeTraceWriter>(to);
+    trace->set_metadata("scenario", sc.name);
+    trace->set_metadata("seed", sc.seed);
+    trace->set_metadata("generator", "clustersim");
+    sim.observers().attach(trace.get());
+  }
+
+  topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
+  auto results = wl::run_collective_benchmark(res, sc.collectives);
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+
+  if (!opt.quiet) {
+    std::printf("clustersim: %s (seed %llu)\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
+    std::printf("%s\n\n", sc.topology->describe().c_str());
+    std::printf("collective benchmark: %lld timed iterations after %lld warm-up (nccl-tests definitions:\n"
+                "algbw = size / time, busbw = algbw x bus factor)\n\n",
+                static_cast<long long>(sc.collectives.iterations), static_cast<long long>(sc.collectives.warmup));
+    std::printf("%-15s %-17s %7s %10s %12s %10s %10s\n", "op", "algorithm", "ranks", "size", "time (us)",
+                "algbw GB/s", "busbw GB/s");
+    std::set<std::string> notes;
+    for (const auto& r : results) {
+      std::printf("%-15s %-17s %7u %10s %12.2f %10.2f %10.2f\n", std::string(wl::op_name(r.op)).c_str(),
+                  std::string(wl::algorithm_name(r.algorithm)).c_str(), r.ranks, describe_size(r.size_bytes).c_str(),
+                  r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
+      if (!r.note.empty()) notes.insert(r.note);
+    }
+    for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+    std::printf("\n%llu events simulated in %.3f s of wall time\n",
+                static_cast<unsigned long long>(sim.events_processed()), wall_s);
+  }
+
+  if (!opt.json.empty()) {
+    nlohmann::ordered_json j;
+    j["scenario"] = sc.name;
+    j["seed"] = sc.seed;
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+      nlohmann::ordered_json e;
+      e["op"] = std::string(wl::op_name(r.op));
+      e["algorithm"] = std::string(wl::algorithm_name(r.algorithm));
+      e["ranks"] = r.ranks;
+      e["size_bytes"] = static_cast<int64_t>(r.size_bytes);
+      e["time_s"] = r.time_s;
+      e["algbw_GBps"] = r.algbw_GBps;
+      e["busbw_GBps"] = r.busbw_GBps;
+      if (!r.note.empty()) e["note"] = r.note;
+      arr.push_back(e);
+    }
+    j["collectives"] = arr;
+    nlohmann::ordered_json run;
+    run["seed"] = sc.seed;
+    run["events"] = sim.events_processed();
+    run["simulated_time_s"] = sim.now().seconds();
+    if (!opt.reproducible) run["wall_time_s"] = wall_s;
+    j["run"] = run;
+    write_file(opt.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+int cmd_topology(const TopologyOptions& opt) {
+  Scenario sc = bind_scenario(opt.scenario, opt.overrides, false);
+  std::printf("%s\n", sc.topology->describe().c_str());
+  if (!opt.dot.empty()) write_file(opt.dot, sc.topology->to_dot());
+  return 0;
+}
+
+int cmd_catalog() {
+  std::printf("accelerators:\n");
+  for (const auto& n : topo::gpu_names()) {
+    auto g = topo::find_gpu(n);
+    std::printf("  %-10s %7.0f TFLOP/s bf16  %6.1f GiB HBM  %6.0f GB/s HBM  %5.0f GB/s scale-up/dir\n", n.c_str(),
+                g.peak_bf16_flops / 1e12, static_cast<double>(g.hbm_capacity_bytes) / (1ull << 30),
+                g.hbm_bandwidth_Bps / 1e9, g.scale_up_bandwidth_Bps / 1e9);
+  }
+  std::printf("NICs:\n");
+  for (const auto& n : topo::nic_names()) std::printf("  %s (%.0f Gb/s)\n", n.c_str(), topo::find_nic(n).bandwidth_Bps * 8 / 1e9);
+  std::printf("switches:\n");
+  for (const auto& n : topo::switch_names()) std::printf("  %s\n", n.c_str());
+  std::printf("model presets:\n");
+  for (const auto& n : wl::model_preset_names()) std::printf("  %s\n", n.c_str());
+  return 0;
+}
+
+}  // namespace app

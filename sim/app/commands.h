@@ -1,0 +1,37 @@
+// sim/app/commands.h: the subcommands of the clustersim command. They throw sim::UserError for
+// bad input (main prints it and exits 2) and return the process exit status otherwise.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace app {
+
+struct RunOptions {
+  std::string scenario;  // empty: the built-in default
+  std::vector<std::string> overrides;
+  std::optional<uint64_t> seed;
+  std::string trace;
+  std::vector<uint32_t> trace_ranks;
+  std::string json;
+  std::string resolved;
+  bool reproducible = false;
+  bool quiet = false;
+};
+
+struct TopologyOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string dot;
+};
+
+int cmd_run(const RunOptions& opt);
+int cmd_topology(const TopologyOptions& opt);
+int cmd_catalog();
+
+// The scenario `clustersim run` uses when given no file.
+const char* default_scenario_yaml();
+
+}  // namespace app

@@ -1,0 +1,63 @@
+// workloads/collectives/benchmark.h: an nccl-tests style benchmark of collectives on a cluster.
+//
+//   workload:
+//     kind: collectives
+//     iterations: 5          # timed iterations per size (back to back, like nccl-tests -n)
+//     warmup: 1              # untimed iterations before them (-w)
+//     step_overhead: 1us     # software latency per algorithm step
+//     tests:
+//       - op: all-reduce     # all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all | send-recv
+//         algorithm: auto    # auto | ring | tree | halving-doubling | hierarchical | torus | direct
+//         group: all         # all | node | [0, 8, 16] | {first: 0, count: 16, stride: 1}
+//         sizes: [1MiB, 1GiB]  # or {min: 1KiB, max: 1GiB, factor: 2}
+// Results follow nccl-tests: time per iteration, algbw = size / time, busbw = algbw x bus factor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config.h"
+#include "sim/simulation.h"
+#include "topology/cluster_resources.h"
+#include "workloads/collectives/collective.h"
+#include "workloads/collectives/runtime.h"
+
+namespace wl {
+
+struct CollectiveTest {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Algorithm algorithm = Algorithm::kAuto;
+  std::vector<uint32_t> group;
+  std::vector<double> sizes;
+};
+
+struct CollectiveBenchConfig {
+  std::vector<CollectiveTest> tests;
+  int64_t iterations = 5;
+  int64_t warmup = 1;
+  RuntimeOptions runtime;
+};
+
+struct CollectiveResult {
+  CollectiveOp op;
+  Algorithm algorithm;  // the one used
+  std::string note;     // auto's reasoning, fallbacks
+  uint32_t ranks = 0;
+  double size_bytes = 0;
+  double time_s = 0;  // per iteration
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+};
+
+// Binds the `workload:` section (kind: collectives) against the built topology (group checks).
+CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& workload, const topo::Topology& topo);
+
+// Link hints for auto's estimate, taken from the cluster's resources.
+CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt);
+
+// Runs every test and size in one simulation, in order, and returns one result per size.
+// When the observer bus is active, each collective appears as a span on every member's comm lane.
+std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg);
+
+}  // namespace wl

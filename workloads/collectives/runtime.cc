@@ -1,0 +1,113 @@
+#include "workloads/collectives/runtime.h"
+
+#include <algorithm>
+
+#include "sim/error.h"
+
+namespace wl {
+
+CollectiveRuntime::CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt) : res_(res), opt_(opt) {
+  handler_ = res_.simulation().add_handler(this);
+  link_stamp_.assign(res_.topology().links().size(), 0);
+  link_slot_.assign(res_.topology().links().size(), 0);
+}
+
+uint32_t CollectiveRuntime::alloc_transfer() {
+  if (!free_transfers_.empty()) {
+    uint32_t t = free_transfers_.back();
+    free_transfers_.pop_back();
+    return t;
+  }
+  transfers_.emplace_back();
+  return static_cast<uint32_t>(transfers_.size() - 1);
+}
+
+void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32_t> members,
+                              CollectiveListener* listener, uint64_t tag, bool relative_hops) {
+  uint32_t id;
+  if (!free_instances_.empty()) {
+    id = free_instances_.back();
+    free_instances_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(instances_.size());
+    instances_.emplace_back();
+  }
+  Instance& in = instances_[id];
+  in.plan = &plan;
+  in.members.assign(members.begin(), members.end());
+  in.phase = 0;
+  in.outstanding = 0;
+  in.listener = listener;
+  in.tag = tag;
+  in.relative = relative_hops;
+  ++live_;
+  for (uint32_t g : in.members) res_.comm_begin(g);
+  start_phase(id);
+}
+
+void CollectiveRuntime::start_phase(uint32_t inst) {
+  auto& sim = res_.simulation();
+  Instance& in = instances_[inst];
+  // Skip empty phases (a degenerate group); finish when none are left.
+  while (in.phase < in.plan->phases.size() && in.plan->phases[in.phase].transfers.empty()) ++in.phase;
+  if (in.phase >= in.plan->phases.size()) {
+    for (uint32_t g : in.members) res_.comm_end(g);
+    CollectiveListener* l = in.listener;
+    uint64_t tag = in.tag;
+    in.members.clear();
+    free_instances_.push_back(inst);
+    --live_;
+    if (l) l->on_collective_done(tag);
+    return;
+  }
+  const Phase& ph = in.plan->phases[in.phase];
+  in.outstanding = ph.transfers.size();
+  const auto& topo = res_.topology();
+  for (const Transfer& tr : ph.transfers) {
+    uint32_t t = alloc_transfer();
+    TransferRun& run = transfers_[t];
+    run.instance = inst;
+    run.bytes = tr.bytes;
+    run.uses.clear();
+    ++stamp_;
+    sim::Time max_latency = sim::Time::zero();
+    for (auto [hs, hd] : tr.hops) {
+      uint32_t src = in.relative ? in.members[hs] : hs;
+      uint32_t dst = in.relative ? in.members[hd] : hd;
+      topo.route(src, dst, (uint64_t{src} << 32) | dst, route_);
+      max_latency = std::max(max_latency, route_.latency);
+      for (uint32_t l : route_.links) {
+        if (link_stamp_[l] != stamp_) {
+          link_stamp_[l] = stamp_;
+          link_slot_[l] = static_cast<uint32_t>(run.uses.size());
+          run.uses.push_back(sim::Use{res_.link(l), 1.0});
+        } else {
+          run.uses[link_slot_[l]].weight += 1.0;
+        }
+      }
+    }
+    sim::Time latency = (opt_.step_overhead + max_latency) * tr.latency_steps;
+    sim.schedule_after(latency, handler_, t);
+  }
+}
+
+void CollectiveRuntime::on_event(uint32_t t) {
+  ++transfers_started_;
+  TransferRun& run = transfers_[t];
+  res_.simulation().fluid().start(run.bytes, run.uses, sim::kUnbounded, this, t);
+}
+
+void CollectiveRuntime::on_activity_done(sim::ActivityId, uint64_t tag) { finish_transfer(static_cast<uint32_t>(tag)); }
+
+void CollectiveRuntime::finish_transfer(uint32_t t) {
+  uint32_t inst = transfers_[t].instance;
+  free_transfers_.push_back(t);
+  Instance& in = instances_[inst];
+  SIM_ASSERT(in.outstanding > 0, "transfer finished for a phase with none outstanding");
+  if (--in.outstanding == 0) {
+    ++in.phase;
+    start_phase(inst);
+  }
+}
+
+}  // namespace wl

@@ -1,0 +1,89 @@
+// workloads/collectives/runtime.h: runs CollectivePlans on the cluster's resources.
+//
+// A plan's phases run in order. Each transfer of a phase first waits its latency,
+// latency_steps x (step_overhead + the largest route latency among its hops), then becomes one
+// fluid activity of `bytes` work that loads every link of every hop's route (a link crossed by k
+// hops carries weight k). The phase ends when all its transfers end; the collective ends with its
+// last phase and tells its listener. While a collective runs, every member GPU holds its
+// communication SMs (ClusterResources::comm_begin/comm_end).
+// The runtime allocates only while its pools grow to the peak number of collectives in flight;
+// plans are not copied: the caller keeps each plan alive until its collective is done (plans are
+// cached per distinct collective by the workload layer).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/event_handler.h"
+#include "sim/fluid.h"
+#include "topology/cluster_resources.h"
+#include "workloads/collectives/collective.h"
+
+namespace wl {
+
+class CollectiveListener {
+ public:
+  virtual ~CollectiveListener() = default;
+  virtual void on_collective_done(uint64_t tag) = 0;
+};
+
+struct RuntimeOptions {
+  // Software latency per algorithm step (kernel launch, protocol handshake), added to the route
+  // latency of the step. NCCL's own model charges a few microseconds per ring step (tuning.cc
+  // per-hop latencies, published-results.md 5.3); route latencies already cover the wire part.
+  sim::Time step_overhead = sim::Time::ns(1000);
+};
+
+class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
+ public:
+  CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt);
+
+  // Starts `plan` now on the GPUs in `members` (they hold comm SMs until it ends). With
+  // `relative_hops`, the plan's hop endpoints are positions in `members` rather than GPU ids, so one
+  // plan lowered on a canonical group serves every group of the same shape.
+  void start(const CollectivePlan& plan, std::span<const uint32_t> members, CollectiveListener* listener,
+             uint64_t tag, bool relative_hops = false);
+  size_t in_flight() const { return live_; }
+  uint64_t transfers_started() const { return transfers_started_; }
+
+  void on_event(uint32_t transfer) override;                       // latency elapsed
+  void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
+
+ private:
+  struct Instance {
+    const CollectivePlan* plan = nullptr;
+    std::vector<uint32_t> members;
+    size_t phase = 0;
+    size_t outstanding = 0;
+    CollectiveListener* listener = nullptr;
+    uint64_t tag = 0;
+    bool relative = false;
+  };
+  struct TransferRun {
+    uint32_t instance = 0;
+    double bytes = 0.0;
+    std::vector<sim::Use> uses;
+  };
+
+  void start_phase(uint32_t inst);
+  void finish_transfer(uint32_t transfer);
+  uint32_t alloc_transfer();
+
+  topo::ClusterResources& res_;
+  RuntimeOptions opt_;
+  sim::HandlerId handler_;
+  std::vector<Instance> instances_;
+  std::vector<uint32_t> free_instances_;
+  std::vector<TransferRun> transfers_;
+  std::vector<uint32_t> free_transfers_;
+  size_t live_ = 0;
+  uint64_t transfers_started_ = 0;
+  // Scratch: per-link weight accumulation for one transfer (stamp avoids clearing).
+  std::vector<uint32_t> link_stamp_;
+  std::vector<uint32_t> link_slot_;
+  uint32_t stamp_ = 0;
+  topo::Route route_;
+};
+
+}  // namespace wl

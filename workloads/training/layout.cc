@@ -1,0 +1,48 @@
+#include "workloads/training/layout.h"
+
+#include "sim/error.h"
+
+namespace wl {
+
+Layout::Layout(std::array<int64_t, kNumDims> sizes, std::array<Dim, kNumDims> order) : sizes_(sizes), order_(order) {
+  std::array<bool, kNumDims> seen{};
+  uint64_t stride = 1;
+  for (Dim d : order_) {
+    auto i = static_cast<size_t>(d);
+    SIM_ASSERT(!seen[i], "layout order repeats a dimension");
+    SIM_ASSERT(sizes_[i] >= 1, "layout sizes must be >= 1");
+    seen[i] = true;
+    strides_[i] = stride;
+    stride *= static_cast<uint64_t>(sizes_[i]);
+  }
+  SIM_ASSERT(stride <= 0xFFFFFFFFull, "world size exceeds 32 bits");
+  world_ = static_cast<uint32_t>(stride);
+}
+
+uint32_t Layout::group_id(uint32_t rank, Dim d) const {
+  // Drop coordinate d and re-pack the others in the same order.
+  uint64_t id = 0, mult = 1;
+  for (Dim e : order_) {
+    if (e == d) continue;
+    id += coord(rank, e) * mult;
+    mult *= static_cast<uint64_t>(sizes_[static_cast<size_t>(e)]);
+  }
+  return static_cast<uint32_t>(id);
+}
+
+void Layout::members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const {
+  out.clear();
+  auto i = static_cast<size_t>(d);
+  uint32_t base = rank - coord(rank, d) * static_cast<uint32_t>(strides_[i]);
+  for (int64_t k = 0; k < sizes_[i]; ++k) out.push_back(base + static_cast<uint32_t>(k * strides_[i]));
+}
+
+uint32_t Layout::pp_neighbor(uint32_t rank, int peer) const {
+  auto i = static_cast<size_t>(Dim::kPp);
+  int64_t p = sizes_[i];
+  int64_t c = coord(rank, Dim::kPp);
+  int64_t n = ((c + peer) % p + p) % p;
+  return static_cast<uint32_t>(static_cast<int64_t>(rank) + (n - c) * static_cast<int64_t>(strides_[i]));
+}
+
+}  // namespace wl

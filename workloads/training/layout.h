@@ -1,0 +1,49 @@
+// workloads/training/layout.h: placement of training ranks on GPUs and their communicator groups.
+//
+// A rank has one coordinate per parallel dimension (tp, cp, pp, dp, dp_outer). The dimensions are
+// laid out in a configurable order, innermost first (default tp, cp, pp, dp, dp_outer, as in
+// Llama 3 §3.3.2 and Megatron-LM): rank = sum over dims of coord[d] * stride[d], the innermost
+// dimension having stride 1, and rank r runs on GPU r. So with tp = 8 innermost, a TP group is one
+// 8-GPU node and DP groups stride across nodes. The group of a rank along dimension d is every
+// rank that differs from it only in coord[d], listed by coord[d]; groups along d are numbered
+// densely 0..world/size(d)-1.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "workloads/training/program.h"
+
+namespace wl {
+
+class Layout {
+ public:
+  // sizes[d] for each Dim (kPp included); order: innermost first, a permutation of all five dims.
+  Layout(std::array<int64_t, kNumDims> sizes, std::array<Dim, kNumDims> order);
+  static std::array<Dim, kNumDims> default_order() { return {Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDp, Dim::kDpOuter}; }
+
+  int64_t size(Dim d) const { return sizes_[static_cast<size_t>(d)]; }
+  uint32_t world() const { return world_; }
+  const std::array<Dim, kNumDims>& order() const { return order_; }
+
+  uint32_t coord(uint32_t rank, Dim d) const {
+    auto i = static_cast<size_t>(d);
+    return static_cast<uint32_t>((rank / strides_[i]) % static_cast<uint64_t>(sizes_[i]));
+  }
+  uint32_t stride(Dim d) const { return static_cast<uint32_t>(strides_[static_cast<size_t>(d)]); }
+  // Dense id of rank's group along d.
+  uint32_t group_id(uint32_t rank, Dim d) const;
+  // Members of rank's group along d, by coordinate (out is cleared).
+  void members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const;
+  // The rank one pipeline position ahead (+1) or behind (-1), wrapping around.
+  uint32_t pp_neighbor(uint32_t rank, int peer) const;
+
+ private:
+  std::array<int64_t, kNumDims> sizes_;
+  std::array<Dim, kNumDims> order_;
+  std::array<uint64_t, kNumDims> strides_{};
+  uint32_t world_ = 1;
+};
+
+}  // namespace wl
