@@ -116,7 +116,10 @@ workload:
 
 int cmd_run(const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
-  Scenario sc = bind_scenario(opt.scenario, opt.overrides, true);
+  // --seed goes into the document like a --set, so that --resolved records the seed actually used.
+  std::vector<std::string> overrides = opt.overrides;
+  if (opt.seed) overrides.push_back("seed=" + std::to_string(*opt.seed));
+  Scenario sc = bind_scenario(opt.scenario, overrides, true);
   if (opt.seed) sc.seed = *opt.seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
   if (!opt.resolved.empty()) write_file(opt.resolved, sc.doc.resolved_yaml());

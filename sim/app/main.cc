@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help and friends
+    // Same one-line shape as every other user error.
+    std::fprintf(stderr, "clustersim: error: %s (see clustersim --help)\n", e.what());
+    return 2;
   }
   try {
     if (*run_cmd) return app::cmd_run(run);
