@@ -1,0 +1,326 @@
+// Tests for every EventQueue implementation: the same cases run on each, including each with a
+// tiny sequence-number limit so that renumbering happens constantly and must keep FIFO order.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/event_queue.h"
+#include "sim/quaternary_heap_queue.h"
+#include "sim/radix_heap_queue.h"
+
+namespace sim {
+namespace {
+
+struct QueueFactory {
+  const char* label;
+  std::unique_ptr<EventQueue> (*make)();
+};
+
+std::unique_ptr<EventQueue> make_quaternary() { return make_event_queue(QueueKind::kQuaternaryHeap); }
+std::unique_ptr<EventQueue> make_radix() { return make_event_queue(QueueKind::kRadixHeap); }
+std::unique_ptr<EventQueue> make_quaternary_renumbering() { return std::make_unique<QuaternaryHeapQueue>(1024); }
+std::unique_ptr<EventQueue> make_radix_renumbering() { return std::make_unique<RadixHeapQueue>(1024); }
+
+void PrintTo(const QueueFactory& f, std::ostream* os) { *os << f.label; }
+
+class EventQueueTest : public ::testing::TestWithParam<QueueFactory> {
+ protected:
+  std::unique_ptr<EventQueue> q_ = GetParam().make();
+};
+
+EventTarget target(uint32_t arg) { return EventTarget{HandlerId(7), arg}; }
+
+std::vector<uint32_t> drain_args(EventQueue& q) {
+  std::vector<uint32_t> out;
+  while (!q.empty()) out.push_back(q.pop().target.arg);
+  return out;
+}
+
+TEST_P(EventQueueTest, StartsEmpty) {
+  EXPECT_TRUE(q_->empty());
+  EXPECT_EQ(q_->size(), 0u);
+  EXPECT_FALSE(q_->name().empty());
+}
+
+TEST_P(EventQueueTest, FifoAmongEqualTimes) {
+  for (uint32_t i = 0; i < 100; ++i) q_->push(Time::ns(50), target(i));
+  std::vector<uint32_t> want;
+  for (uint32_t i = 0; i < 100; ++i) want.push_back(i);
+  EXPECT_EQ(drain_args(*q_), want);
+}
+
+TEST_P(EventQueueTest, FifoForPushesAtTheCurrentTime) {
+  // Events pushed at "now" while other now-events are pending go behind them.
+  q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(10), target(1));
+  q_->push(Time::ns(20), target(9));
+  EXPECT_EQ(q_->pop().target.arg, 0u);
+  q_->push(Time::ns(10), target(2));
+  q_->push(Time::ns(10), target(3));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{1, 2, 3, 9}));
+}
+
+TEST_P(EventQueueTest, OrdersByTime) {
+  std::mt19937_64 rng(3);
+  std::multimap<int64_t, uint32_t> ref;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    const int64_t t = static_cast<int64_t>(rng() % 5000) - 2500;  // negative times too
+    q_->push(Time::ns(t), target(i));
+    ref.emplace(t, i);
+  }
+  for (const auto& [t, arg] : ref) {
+    ASSERT_EQ(q_->next_time(), Time::ns(t));
+    const PoppedEvent e = q_->pop();
+    EXPECT_EQ(e.time, Time::ns(t));
+    EXPECT_EQ(e.target.arg, arg);
+    EXPECT_EQ(e.target.handler, HandlerId(7));
+  }
+  EXPECT_TRUE(q_->empty());
+}
+
+TEST_P(EventQueueTest, ExtremeTimes) {
+  q_->push(Time::infinite(), target(2));
+  q_->push(Time::ns(std::numeric_limits<int64_t>::min()), target(0));
+  q_->push(Time::zero(), target(1));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{0, 1, 2}));
+}
+
+TEST_P(EventQueueTest, RescheduleEarlier) {
+  q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(20), target(1));
+  const EventId c = q_->push(Time::ns(30), target(2));
+  q_->reschedule(c, Time::ns(5));
+  EXPECT_EQ(q_->next_time(), Time::ns(5));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{2, 0, 1}));
+}
+
+TEST_P(EventQueueTest, RescheduleLater) {
+  const EventId a = q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(20), target(1));
+  q_->push(Time::ns(30), target(2));
+  EXPECT_EQ(q_->next_time(), Time::ns(10));
+  q_->reschedule(a, Time::ns(25));
+  EXPECT_EQ(q_->next_time(), Time::ns(20));
+  const PoppedEvent first = q_->pop();
+  EXPECT_EQ(first.target.arg, 1u);
+  const PoppedEvent second = q_->pop();
+  EXPECT_EQ(second.target.arg, 0u);
+  EXPECT_EQ(second.time, Time::ns(25));
+  EXPECT_EQ(second.id, a);
+}
+
+TEST_P(EventQueueTest, RescheduleTakesAFreshSequenceNumber) {
+  const EventId a = q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(10), target(1));
+  q_->reschedule(a, Time::ns(10));  // same time, but now behind 1
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{1, 0}));
+}
+
+TEST_P(EventQueueTest, Cancel) {
+  std::vector<EventId> ids;
+  for (uint32_t i = 0; i < 10; ++i) ids.push_back(q_->push(Time::ns(100 + i), target(i)));
+  q_->cancel(ids[0]);  // the minimum
+  q_->cancel(ids[9]);  // the maximum
+  q_->cancel(ids[4]);  // one in between
+  EXPECT_EQ(q_->size(), 7u);
+  EXPECT_EQ(q_->next_time(), Time::ns(101));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{1, 2, 3, 5, 6, 7, 8}));
+}
+
+TEST_P(EventQueueTest, CancelAfterNextTime) {
+  // next_time may cache the minimum; cancelling it must not leave a stale answer.
+  const EventId a = q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(20), target(1));
+  EXPECT_EQ(q_->next_time(), Time::ns(10));
+  q_->cancel(a);
+  EXPECT_EQ(q_->next_time(), Time::ns(20));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{1}));
+}
+
+TEST_P(EventQueueTest, PushBetweenLastPopAndNextTime) {
+  // The run loop peeks at the next time, then settles and may schedule at the current time.
+  q_->push(Time::ns(10), target(0));
+  q_->push(Time::ns(50), target(3));
+  EXPECT_EQ(q_->pop().time, Time::ns(10));
+  EXPECT_EQ(q_->next_time(), Time::ns(50));
+  q_->push(Time::ns(10), target(1));
+  q_->push(Time::ns(30), target(2));
+  EXPECT_EQ(q_->next_time(), Time::ns(10));
+  EXPECT_EQ(drain_args(*q_), (std::vector<uint32_t>{1, 2, 3}));
+}
+
+TEST_P(EventQueueTest, SizeAndEmpty) {
+  const EventId a = q_->push(Time::ns(1), target(0));
+  q_->push(Time::ns(2), target(1));
+  EXPECT_EQ(q_->size(), 2u);
+  EXPECT_FALSE(q_->empty());
+  q_->reschedule(a, Time::ns(3));
+  EXPECT_EQ(q_->size(), 2u);
+  q_->pop();
+  EXPECT_EQ(q_->size(), 1u);
+  q_->cancel(a);
+  EXPECT_EQ(q_->size(), 0u);
+  EXPECT_TRUE(q_->empty());
+}
+
+TEST_P(EventQueueTest, SlotReuse) {
+  const EventId a = q_->push(Time::ns(1), target(0));
+  const EventId b = q_->push(Time::ns(2), target(1));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(q_->pop().id, a);
+  const EventId c = q_->push(Time::ns(3), target(2));
+  EXPECT_EQ(c, a);  // the freed slot comes back
+  q_->cancel(b);
+  const EventId d = q_->push(Time::ns(4), target(3));
+  EXPECT_EQ(d, b);
+  // Steady churn at a bounded pending count never names a slot beyond the peak.
+  for (int i = 0; i < 1000; ++i) {
+    const PoppedEvent e = q_->pop();
+    const EventId id = q_->push(e.time + Time::ns(5), target(e.target.arg));
+    EXPECT_LT(id.value, 2u);
+  }
+  EXPECT_EQ(q_->size(), 2u);
+}
+
+TEST_P(EventQueueTest, PopReportsIdAndTarget) {
+  const EventId a = q_->push(Time::ns(5), EventTarget{HandlerId(3), 42});
+  const PoppedEvent e = q_->pop();
+  EXPECT_EQ(e.id, a);
+  EXPECT_EQ(e.time, Time::ns(5));
+  EXPECT_EQ(e.target.handler, HandlerId(3));
+  EXPECT_EQ(e.target.arg, 42u);
+}
+
+TEST_P(EventQueueTest, PushBeforeLastPopIsABug) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  q_->push(Time::ns(100), target(0));
+  q_->pop();
+  EXPECT_DEATH(q_->push(Time::ns(99), target(1)), "last popped time");
+}
+
+TEST_P(EventQueueTest, CancelOfAFiredEventIsABug) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const EventId a = q_->push(Time::ns(100), target(0));
+  q_->pop();
+  EXPECT_DEATH(q_->cancel(a), "pending event");
+}
+
+// Random scripts of push / reschedule / cancel / pop / next_time against a std::multimap over
+// (time, seq). Increments are small so that equal times are common, with rare large jumps so
+// that high key bits change too.
+void run_script(EventQueue& q, uint64_t seed, int ops) {
+  std::mt19937_64 rng(seed);
+  using Key = std::pair<int64_t, uint64_t>;  // (time, seq)
+  std::map<Key, uint32_t> ref;               // -> arg
+  std::map<uint32_t, std::pair<EventId, Key>> live;  // arg -> (id, key)
+  uint64_t seq = 0;
+  uint32_t next_arg = 0;
+  int64_t now = static_cast<int64_t>(rng() % 2000000) - 1000000;
+
+  auto draw_time = [&]() -> int64_t {
+    const uint64_t r = rng() % 100;
+    if (r < 30) return now;
+    if (r < 90) return now + static_cast<int64_t>(rng() % 16);
+    if (r < 98) return now + static_cast<int64_t>(rng() % 100000);
+    return now + static_cast<int64_t>(rng() % (int64_t{1} << 50));
+  };
+  auto random_live = [&]() {
+    auto it = live.lower_bound(static_cast<uint32_t>(rng() % next_arg));
+    if (it == live.end()) it = live.begin();
+    return it;
+  };
+
+  for (int step = 0; step < ops; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const uint64_t op = rng() % 100;
+    if (op < 40 || live.empty()) {
+      const int64_t t = draw_time();
+      const uint32_t arg = next_arg++;
+      const EventId id = q.push(Time::ns(t), target(arg));
+      const Key k{t, seq++};
+      ref.emplace(k, arg);
+      live.emplace(arg, std::make_pair(id, k));
+    } else if (op < 55) {
+      auto it = random_live();
+      const int64_t t = draw_time();
+      q.reschedule(it->second.first, Time::ns(t));
+      ref.erase(it->second.second);
+      it->second.second = Key{t, seq++};
+      ref.emplace(it->second.second, it->first);
+    } else if (op < 65) {
+      auto it = random_live();
+      q.cancel(it->second.first);
+      ref.erase(it->second.second);
+      live.erase(it);
+    } else if (op < 70) {
+      ASSERT_EQ(q.next_time(), Time::ns(ref.begin()->first.first));
+    } else {
+      const PoppedEvent e = q.pop();
+      const auto [k, arg] = *ref.begin();
+      ASSERT_EQ(e.time, Time::ns(k.first));
+      ASSERT_EQ(e.target.arg, arg);
+      ASSERT_EQ(e.id, live.at(arg).first);
+      ref.erase(ref.begin());
+      live.erase(arg);
+      now = k.first;
+    }
+    ASSERT_EQ(q.size(), ref.size());
+    ASSERT_EQ(q.empty(), ref.empty());
+  }
+  while (!ref.empty()) {
+    const PoppedEvent e = q.pop();
+    ASSERT_EQ(e.time, Time::ns(ref.begin()->first.first));
+    ASSERT_EQ(e.target.arg, ref.begin()->second);
+    ref.erase(ref.begin());
+  }
+  ASSERT_TRUE(q.empty());
+}
+
+TEST_P(EventQueueTest, MatchesReferenceOnRandomScripts) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::unique_ptr<EventQueue> q = GetParam().make();
+    run_script(*q, seed, 20000);
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EventQueue, EventQueueTest,
+                         ::testing::Values(QueueFactory{"QuaternaryHeap", make_quaternary},
+                                           QueueFactory{"RadixHeap", make_radix},
+                                           QueueFactory{"QuaternaryHeapRenumbering", make_quaternary_renumbering},
+                                           QueueFactory{"RadixHeapRenumbering", make_radix_renumbering}),
+                         [](const ::testing::TestParamInfo<QueueFactory>& info) { return std::string(info.param.label); });
+
+// Sequence numbers renumbered every few pushes, with same-time events spanning renumberings.
+template <class Queue>
+void check_fifo_across_renumbering() {
+  Queue q(16);
+  uint32_t pushed = 0, popped = 0;
+  for (; pushed < 10; ++pushed) q.push(Time::ns(5), target(pushed));
+  for (int round = 0; round < 50; ++round) {
+    for (int k = 0; k < 3; ++k) q.push(Time::ns(5), target(pushed++));
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(q.pop().target.arg, popped++);
+  }
+  while (!q.empty()) ASSERT_EQ(q.pop().target.arg, popped++);
+  EXPECT_EQ(popped, pushed);
+}
+
+TEST(EventQueueRenumber, QuaternaryHeapKeepsFifo) { check_fifo_across_renumbering<QuaternaryHeapQueue>(); }
+TEST(EventQueueRenumber, RadixHeapKeepsFifo) { check_fifo_across_renumbering<RadixHeapQueue>(); }
+
+TEST(EventQueueFactory, DefaultIsAvailable) {
+  const std::unique_ptr<EventQueue> q = make_event_queue(kDefaultQueue);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->name(), "radix-heap");
+}
+
+}  // namespace
+}  // namespace sim
