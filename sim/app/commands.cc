@@ -19,6 +19,8 @@
 #include "traces/chrome/chrome_trace.h"
 #include "workloads/collectives/benchmark.h"
 #include "workloads/model/transformer.h"
+#include "workloads/training/step.h"
+#include "workloads/training/training_config.h"
 
 namespace app {
 
@@ -40,6 +42,7 @@ struct Scenario {
   std::unique_ptr<topo::Topology> topology;
   std::string workload_kind;
   wl::CollectiveBenchConfig collectives;
+  wl::TrainingSettings training;
   std::string trace;
   std::vector<uint32_t> trace_ranks;
 };
@@ -62,8 +65,11 @@ Scenario bind_scenario(const std::string& path, const std::vector<std::string>& 
   sc.topology = std::make_unique<topo::Topology>(topo::build_cluster_checked(sc.cluster, cluster));
   if (with_workload) {
     auto w = root.child("workload");
-    sc.workload_kind = w.get_enum("kind", {"collectives"});
-    sc.collectives = wl::bind_collective_benchmark(w, *sc.topology);
+    sc.workload_kind = w.get_enum("kind", {"collectives", "training"});
+    if (sc.workload_kind == "collectives")
+      sc.collectives = wl::bind_collective_benchmark(w, *sc.topology);
+    else
+      sc.training = wl::bind_training(w, sc.cluster.gpu, sc.topology->num_gpus());
     if (auto out = root.find("output")) {
       sc.trace = out->get_string("trace", "");
       if (out->has("trace_ranks")) {
@@ -84,6 +90,143 @@ Scenario bind_scenario(const std::string& path, const std::vector<std::string>& 
 }
 
 std::string describe_size(double bytes) { return sim::format_bytes(bytes); }
+
+void print_collectives(const wl::CollectiveBenchConfig& cfg, const std::vector<wl::CollectiveResult>& results) {
+  std::printf("collective benchmark: %lld timed iterations after %lld warm-up (nccl-tests definitions:\n"
+              "algbw = size / time, busbw = algbw x bus factor)\n\n",
+              static_cast<long long>(cfg.iterations), static_cast<long long>(cfg.warmup));
+  std::printf("%-15s %-17s %7s %10s %12s %10s %10s\n", "op", "algorithm", "ranks", "size", "time (us)", "algbw GB/s",
+              "busbw GB/s");
+  std::set<std::string> notes;
+  for (const auto& r : results) {
+    std::printf("%-15s %-17s %7u %10s %12.2f %10.2f %10.2f\n", std::string(wl::op_name(r.op)).c_str(),
+                std::string(wl::algorithm_name(r.algorithm)).c_str(), r.ranks, describe_size(r.size_bytes).c_str(),
+                r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
+    if (!r.note.empty()) notes.insert(r.note);
+  }
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+}
+
+void add_collectives_json(nlohmann::ordered_json& j, const std::vector<wl::CollectiveResult>& results) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& r : results) {
+    nlohmann::ordered_json e;
+    e["op"] = std::string(wl::op_name(r.op));
+    e["algorithm"] = std::string(wl::algorithm_name(r.algorithm));
+    e["ranks"] = r.ranks;
+    e["size_bytes"] = static_cast<int64_t>(r.size_bytes);
+    e["time_s"] = r.time_s;
+    e["algbw_GBps"] = r.algbw_GBps;
+    e["busbw_GBps"] = r.busbw_GBps;
+    if (!r.note.empty()) e["note"] = r.note;
+    arr.push_back(e);
+  }
+  j["collectives"] = arr;
+}
+
+const char* schedule_name(wl::PipelineSchedule s) {
+  switch (s) {
+    case wl::PipelineSchedule::kGPipe: return "gpipe";
+    case wl::PipelineSchedule::kOneFOneB: return "1f1b";
+    case wl::PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
+    case wl::PipelineSchedule::kZeroBubbleH1: return "zb-h1";
+  }
+  return "?";
+}
+
+const char* dp_name(wl::DataParallel d) {
+  switch (d) {
+    case wl::DataParallel::kDdp: return "ddp";
+    case wl::DataParallel::kZero1: return "zero1";
+    case wl::DataParallel::kZero2: return "zero2";
+    case wl::DataParallel::kFsdp: return "fsdp";
+  }
+  return "?";
+}
+
+// The parts of a step in report order, with their labels.
+std::vector<std::pair<std::string, double>> breakdown_parts(const wl::Breakdown& b) {
+  return {{"compute", b.compute},
+          {"exposed tp comm", b.exposed[static_cast<size_t>(wl::Dim::kTp)]},
+          {"exposed cp comm", b.exposed[static_cast<size_t>(wl::Dim::kCp)]},
+          {"exposed pp comm", b.exposed[static_cast<size_t>(wl::Dim::kPp)]},
+          {"exposed dp comm", b.exposed[static_cast<size_t>(wl::Dim::kDp)] +
+                                  b.exposed[static_cast<size_t>(wl::Dim::kDpOuter)]},
+          {"pipeline bubble", b.bubble},
+          {"optimizer", b.optimizer}};
+}
+
+void print_training(const wl::TrainingSettings& ts, const wl::StepResult& r) {
+  const auto& j = ts.job;
+  std::printf("training step: %s, seq %lld, global batch %lld sequences (%.0f tokens), %lld GPUs\n", j.model.name.c_str(),
+              static_cast<long long>(j.seq_len), static_cast<long long>(j.global_batch), r.tokens_per_step,
+              static_cast<long long>(j.world()));
+  std::printf("  tp %lld  cp %lld  pp %lld  dp %lld  dp_outer %lld   data parallel %s   schedule %s", static_cast<long long>(j.tp),
+              static_cast<long long>(j.cp), static_cast<long long>(j.pp), static_cast<long long>(j.dp),
+              static_cast<long long>(j.dp_outer), dp_name(j.data_parallel), schedule_name(j.schedule));
+  if (j.virtual_stages > 1) std::printf(" (v = %lld)", static_cast<long long>(j.virtual_stages));
+  std::printf(", %lld micro-batches of %lld\n\n", static_cast<long long>(r.micro_batches),
+              static_cast<long long>(j.micro_batch));
+  std::printf("  step time         %10.4f s\n", r.step_time_s);
+  std::printf("  tokens/s          %10.0f\n", r.tokens_per_s);
+  std::printf("  TFLOP/s per GPU   %10.1f   (model FLOPs: 6N + 12*L*H*Q*T per token, PaLM convention; no recompute)\n",
+              r.tflops_per_gpu);
+  std::printf("  MFU               %10.1f %%  of %.0f TFLOP/s peak\n\n", r.mfu * 100, r.peak_flops / 1e12);
+  std::printf("  where the time goes (mean over ranks; parts add up to the step time):\n");
+  for (const auto& [label, v] : breakdown_parts(r.mean))
+    std::printf("    %-18s %10.4f s  %5.1f %%\n", label.c_str(), v, r.step_time_s > 0 ? v / r.step_time_s * 100 : 0);
+  std::printf("\n  peak memory per rank, by pipeline stage (capacity %s):\n", sim::format_bytes(r.capacity_bytes).c_str());
+  std::printf("    %5s %11s %11s %11s %11s %11s %11s  %s\n", "stage", "params", "grads", "optimizer", "activations",
+              "buffers", "total", "");
+  for (const auto& m : r.memory) {
+    bool ok = m.bytes.total() <= r.capacity_bytes;
+    std::printf("    %5lld %11s %11s %11s %11s %11s %11s  %s\n", static_cast<long long>(m.stage),
+                sim::format_bytes(m.bytes.params).c_str(), sim::format_bytes(m.bytes.grads).c_str(),
+                sim::format_bytes(m.bytes.optimizer).c_str(), sim::format_bytes(m.bytes.activations).c_str(),
+                sim::format_bytes(m.bytes.comm_buffers).c_str(), sim::format_bytes(m.bytes.total()).c_str(),
+                ok ? "fits" : "DOES NOT FIT");
+  }
+  std::printf("\n  %llu ops executed by %lld ranks sharing %zu rank-class programs; %zu collective plans\n",
+              static_cast<unsigned long long>(r.ops), static_cast<long long>(j.world()), r.rank_classes, r.plans);
+}
+
+void add_training_json(nlohmann::ordered_json& out, const wl::TrainingSettings& ts, const wl::StepResult& r) {
+  out["step_time_s"] = r.step_time_s;
+  out["tokens_per_s"] = r.tokens_per_s;
+  out["tflops_per_gpu"] = r.tflops_per_gpu;
+  out["mfu"] = r.mfu;
+  out["mfu_convention"] = "model FLOPs 6N + 12*L*H*Q*T per token (PaLM), recompute excluded, dense peak of the precision";
+  nlohmann::ordered_json b;
+  for (const auto& [label, v] : breakdown_parts(r.mean)) b[label] = v;
+  out["breakdown"] = b;
+  double peak = 0;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& m : r.memory) {
+    peak = std::max(peak, m.bytes.total());
+    nlohmann::ordered_json e;
+    e["stage"] = m.stage;
+    e["params_bytes"] = m.bytes.params;
+    e["grads_bytes"] = m.bytes.grads;
+    e["optimizer_bytes"] = m.bytes.optimizer;
+    e["activations_bytes"] = m.bytes.activations;
+    e["buffers_bytes"] = m.bytes.comm_buffers;
+    e["total_bytes"] = m.bytes.total();
+    stages.push_back(e);
+  }
+  nlohmann::ordered_json mem;
+  mem["peak_bytes"] = peak;
+  mem["capacity_bytes"] = r.capacity_bytes;
+  mem["fits"] = r.fits;
+  mem["stages"] = stages;
+  out["memory"] = mem;
+  nlohmann::ordered_json w;
+  w["ranks"] = ts.job.world();
+  w["micro_batches"] = r.micro_batches;
+  w["tokens_per_step"] = r.tokens_per_step;
+  w["ops"] = r.ops;
+  w["rank_classes"] = r.rank_classes;
+  out["workload"] = w;
+}
 
 }  // namespace
 
@@ -127,10 +270,11 @@ int cmd_run(const RunOptions& opt) {
   sim::Simulation sim(sc.seed);
   std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
   std::unique_ptr<traces::ChromeTraceWriter> trace;
+  std::vector<uint32_t> ranks;
   if (!trace_path.empty()) {
     traces::ChromeTraceOptions to;
     to.path = trace_path;
-    std::vector<uint32_t> ranks = !opt.trace_ranks.empty() ? opt.trace_ranks : sc.trace_ranks;
+    ranks = !opt.trace_ranks.empty() ? opt.trace_ranks : sc.trace_ranks;
     if (ranks.empty())
       for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) ranks.push_back(g);
     for (uint32_t r : ranks) {
@@ -147,47 +291,27 @@ int cmd_run(const RunOptions& opt) {
   }
 
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
-  auto results = wl::run_collective_benchmark(res, sc.collectives);
-  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-
+  nlohmann::ordered_json j;
+  j["scenario"] = sc.name;
+  j["seed"] = sc.seed;
   if (!opt.quiet) {
     std::printf("clustersim: %s (seed %llu)\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
     std::printf("%s\n\n", sc.topology->describe().c_str());
-    std::printf("collective benchmark: %lld timed iterations after %lld warm-up (nccl-tests definitions:\n"
-                "algbw = size / time, busbw = algbw x bus factor)\n\n",
-                static_cast<long long>(sc.collectives.iterations), static_cast<long long>(sc.collectives.warmup));
-    std::printf("%-15s %-17s %7s %10s %12s %10s %10s\n", "op", "algorithm", "ranks", "size", "time (us)",
-                "algbw GB/s", "busbw GB/s");
-    std::set<std::string> notes;
-    for (const auto& r : results) {
-      std::printf("%-15s %-17s %7u %10s %12.2f %10.2f %10.2f\n", std::string(wl::op_name(r.op)).c_str(),
-                  std::string(wl::algorithm_name(r.algorithm)).c_str(), r.ranks, describe_size(r.size_bytes).c_str(),
-                  r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
-      if (!r.note.empty()) notes.insert(r.note);
-    }
-    for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  }
+  if (sc.workload_kind == "training") {
+    auto r = wl::run_training_step(res, sc.training, ranks);
+    if (!opt.quiet) print_training(sc.training, r);
+    add_training_json(j, sc.training, r);
+  } else {
+    auto results = wl::run_collective_benchmark(res, sc.collectives);
+    if (!opt.quiet) print_collectives(sc.collectives, results);
+    add_collectives_json(j, results);
+  }
+  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (!opt.quiet)
     std::printf("\n%llu events simulated in %.3f s of wall time\n",
                 static_cast<unsigned long long>(sim.events_processed()), wall_s);
-  }
-
   if (!opt.json.empty()) {
-    nlohmann::ordered_json j;
-    j["scenario"] = sc.name;
-    j["seed"] = sc.seed;
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const auto& r : results) {
-      nlohmann::ordered_json e;
-      e["op"] = std::string(wl::op_name(r.op));
-      e["algorithm"] = std::string(wl::algorithm_name(r.algorithm));
-      e["ranks"] = r.ranks;
-      e["size_bytes"] = static_cast<int64_t>(r.size_bytes);
-      e["time_s"] = r.time_s;
-      e["algbw_GBps"] = r.algbw_GBps;
-      e["busbw_GBps"] = r.busbw_GBps;
-      if (!r.note.empty()) e["note"] = r.note;
-      arr.push_back(e);
-    }
-    j["collectives"] = arr;
     nlohmann::ordered_json run;
     run["seed"] = sc.seed;
     run["events"] = sim.events_processed();

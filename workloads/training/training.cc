@@ -1,0 +1,591 @@
+#include "workloads/training/training.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/error.h"
+
+namespace wl {
+
+ComputeEfficiency default_efficiency(const topo::GpuSpec& gpu) {
+  ComputeEfficiency e;
+  // GEMM: a plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
+  // 8k x 8k (seeds-digest.md V15, lecture benchmark 000); the same fraction is used for A100.
+  e.gemm = 0.80;
+  // Attention core: FlashAttention-2 reports 50-73% of A100 peak forward and less backward (Dao
+  // 2023) [R]; 0.55 sits in that range for training (forward + backward).
+  e.attention = 0.55;
+  // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies [R].
+  e.memory = 0.85;
+  // Non-tensor-core math: H100 FP32 67 TF vs 989 TF BF16 tensor (spec ratio 14.8, seeds-digest V43).
+  e.vector = gpu.peak_fp32_flops > 0 && gpu.peak_bf16_flops > 0 ? gpu.peak_fp32_flops / gpu.peak_bf16_flops : 0.07;
+  return e;
+}
+
+double TrainingJob::peak_flops() const {
+  switch (precision) {
+    case Precision::kFp8: return gpu.peak_fp8_flops > 0 ? gpu.peak_fp8_flops : gpu.peak_bf16_flops;
+    case Precision::kFp16: return gpu.peak_fp16_flops > 0 ? gpu.peak_fp16_flops : gpu.peak_bf16_flops;
+    case Precision::kFp32: return gpu.peak_tf32_flops > 0 ? gpu.peak_tf32_flops : gpu.peak_fp32_flops;
+    case Precision::kBf16: break;
+  }
+  return gpu.peak_bf16_flops;
+}
+
+void TrainingJob::validate() const {
+  auto err = [](const std::string& m) { throw sim::ConfigError(m); };
+  if (global_batch % (dp * dp_outer * micro_batch) != 0)
+    err("global_batch " + std::to_string(global_batch) + " is not a multiple of dp x dp_outer x micro_batch = " +
+        std::to_string(dp) + " x " + std::to_string(dp_outer) + " x " + std::to_string(micro_batch));
+  if (micro_batches() < 1) err("global_batch " + std::to_string(global_batch) + " leaves no micro-batch per DP rank");
+  if (seq_len % cp != 0) err("seq_len " + std::to_string(seq_len) + " is not divisible by cp " + std::to_string(cp));
+  if (dp_outer > 1 && data_parallel != DataParallel::kFsdp)
+    err("dp_outer (HSDP replicate groups) needs data_parallel: fsdp");
+  PipelineParams p{schedule, static_cast<int32_t>(pp), static_cast<int32_t>(micro_batches()),
+                   static_cast<int32_t>(virtual_stages)};
+  validate_pipeline(p);
+  split_layers(model.layers, pp * virtual_stages, split);
+  // Model/TP compatibility (throws with the head counts).
+  local_q_heads(model, tp);
+  local_kv_heads(model, tp);
+  if (peak_flops() <= 0) err("the accelerator " + gpu.name + " has no peak rate for this precision");
+}
+
+namespace {
+
+struct Cost {
+  double seconds = 0, sm_s = 0, hbm_s = 0, model_flops = 0;
+  bool empty() const { return seconds <= 0; }
+};
+
+struct CommSpec {
+  Dim dim = Dim::kTp;
+  CollectiveOp coll = CollectiveOp::kAllReduce;
+  double bytes = 0;
+  std::string name;
+};
+
+// A pass of a layer (or of the embedding/head) as alternating compute and communication.
+struct Piece {
+  bool comm = false;
+  Cost cost;
+  CommSpec spec;
+  std::string name;
+};
+using Recipe = std::vector<Piece>;
+
+enum class PassPart { kFwd, kBwd, kBwdInput, kBwdWeight, kRecompute };
+
+class Coster {
+ public:
+  explicit Coster(const TrainingJob& j) : job_(j), peak_(j.peak_flops()) {}
+  Cost op(const OpCost& o, PassPart part) const {
+    double f = 0, b = 0, model = 0;
+    switch (part) {
+      case PassPart::kFwd: f = o.fwd_flops, b = o.fwd_bytes, model = o.fwd_flops; break;
+      case PassPart::kRecompute: f = o.fwd_flops, b = o.fwd_bytes, model = 0; break;
+      case PassPart::kBwd:
+        f = o.bwd_flops + o.bwd_recompute_flops, b = o.bwd_bytes, model = o.bwd_flops;
+        break;
+      case PassPart::kBwdInput:
+        f = o.bwd_input_flops + o.bwd_recompute_flops, b = o.bwd_input_bytes, model = o.bwd_input_flops;
+        break;
+      case PassPart::kBwdWeight: f = o.bwd_weight_flops, b = o.bwd_weight_bytes, model = o.bwd_weight_flops; break;
+    }
+    if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
+        !job_.flash_attention && o.cls == OpClass::kAttention)
+      f += o.fwd_flops;  // selective recompute re-runs the attention core (Korthikanti §5)
+    double eff = job_.efficiency.vector;
+    if (o.cls == OpClass::kGemm) eff = job_.efficiency.gemm;
+    if (o.cls == OpClass::kAttention) eff = job_.efficiency.attention;
+    Cost c;
+    c.sm_s = f / (peak_ * eff);
+    c.hbm_s = b / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
+    c.seconds = std::max(c.sm_s, c.hbm_s);
+    c.model_flops = model;
+    return c;
+  }
+
+ private:
+  const TrainingJob& job_;
+  double peak_;
+};
+
+void add_cost(Cost& a, const Cost& b) {
+  a.seconds += b.seconds;
+  a.sm_s += b.sm_s;
+  a.hbm_s += b.hbm_s;
+  a.model_flops += b.model_flops;
+}
+
+CollectiveOp to_coll(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce: return CollectiveOp::kAllReduce;
+    case CollectiveKind::kAllGather: return CollectiveOp::kAllGather;
+    case CollectiveKind::kReduceScatter: return CollectiveOp::kReduceScatter;
+  }
+  return CollectiveOp::kAllReduce;
+}
+
+// Ops run in `ops` order; a communication op whose after_op matches follows that op.
+Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass pass, PassPart part,
+                   const Coster& coster, const std::string& label, bool with_comm) {
+  Recipe r;
+  Piece cur;
+  cur.name = label;
+  for (const OpCost& o : ops) {
+    add_cost(cur.cost, coster.op(o, part));
+    if (!with_comm) continue;
+    for (const CommOp& c : comm.ops) {
+      if (c.pass != pass || c.after_op != o.name) continue;
+      if (!cur.cost.empty()) r.push_back(cur);
+      cur = Piece{};
+      cur.name = label;
+      Piece cp;
+      cp.comm = true;
+      cp.spec = CommSpec{c.group == CommGroup::kTp ? Dim::kTp : Dim::kCp, to_coll(c.kind), c.bytes, c.name};
+      cp.name = c.name;
+      r.push_back(cp);
+    }
+  }
+  if (!cur.cost.empty()) r.push_back(cur);
+  return r;
+}
+
+std::vector<OpCost> reversed(std::vector<OpCost> v) {
+  std::reverse(v.begin(), v.end());
+  return v;
+}
+
+// The recipes of one layer/embedding/head for every pass part.
+struct PassRecipes {
+  Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
+};
+
+PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
+                              const std::string& what) {
+  PassRecipes p;
+  auto rev = reversed(ops);
+  p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd " + what, true);
+  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute " + what, true);
+  p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd " + what, true);
+  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input " + what, true);
+  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight " + what, false);
+  return p;
+}
+
+class StageBuilder {
+ public:
+  StageBuilder(const TrainingJob& job, int32_t stage, const std::vector<int64_t>& chunk_layers,
+               const PassRecipes& layer, const PassRecipes& embed, const PassRecipes& head, double layer_params,
+               double embed_params, double head_params)
+      : job_(job),
+        stage_(stage),
+        chunk_layers_(chunk_layers),
+        layer_(layer),
+        embed_(embed),
+        head_(head),
+        layer_params_(layer_params),
+        embed_params_(embed_params),
+        head_params_(head_params) {
+    params_.schedule = job.schedule;
+    params_.stages = static_cast<int32_t>(job.pp);
+    params_.micro_batches = static_cast<int32_t>(job.micro_batches());
+    params_.virtual_stages = static_cast<int32_t>(job.virtual_stages);
+    chunks_total_ = static_cast<int32_t>(job.pp * job.virtual_stages);
+    first_layer_.assign(chunk_layers.size() + 1, 0);
+    for (size_t g = 0; g < chunk_layers.size(); ++g) first_layer_[g + 1] = first_layer_[g] + chunk_layers[g];
+  }
+
+  Program build(int32_t* peak_in_flight_out) {
+    order_ = pipeline_order(params_, stage_);
+    *peak_in_flight_out = peak_in_flight(order_);
+    int32_t v = params_.virtual_stages, m = params_.micro_batches;
+    // The micro-batch whose gradient pass of each chunk comes last: gradients are complete then.
+    last_grad_mb_.assign(v, -1);
+    bool split_w = job_.schedule == PipelineSchedule::kZeroBubbleH1;
+    for (const auto& w : order_) {
+      bool grad_done = split_w ? w.pass == PassKind::kBackwardWeight : w.pass == PassKind::kBackward;
+      if (grad_done) last_grad_mb_[w.chunk] = w.micro_batch;
+    }
+    first_fwd_mb_.assign(v, -1);
+    for (const auto& w : order_)
+      if (w.pass == PassKind::kForward && first_fwd_mb_[w.chunk] < 0) first_fwd_mb_[w.chunk] = w.micro_batch;
+
+    bool zero12 = job_.data_parallel == DataParallel::kZero1 || job_.data_parallel == DataParallel::kZero2;
+    if (zero12 && job_.dp > 1) emit_zero12_param_gathers();
+    for (const auto& w : order_) {
+      switch (w.pass) {
+        case PassKind::kForward: forward(w.micro_batch, w.chunk); break;
+        case PassKind::kBackward:
+        case PassKind::kBackwardInput: backward(w.micro_batch, w.chunk, w.pass == PassKind::kBackwardInput); break;
+        case PassKind::kBackwardWeight: weight_grad(w.micro_batch, w.chunk); break;
+      }
+    }
+    optimizer();
+    p_.set_num_messages(static_cast<uint32_t>(v * m), static_cast<uint32_t>(v * m));
+    p_.finalize();
+    return std::move(p_);
+  }
+
+ private:
+  int32_t global(int32_t chunk) const { return chunk * params_.stages + stage_; }
+  int32_t last_global() const { return chunks_total_ - 1; }
+
+  uint32_t add_compute(const Cost& c, const std::string& name, Category cat, int32_t mb, int32_t layer) {
+    Op op;
+    op.kind = OpKind::kCompute;
+    op.stream = Stream::kCompute;
+    op.category = cat;
+    op.seconds = c.seconds;
+    op.sm_load = c.seconds > 0 ? c.sm_s / c.seconds : 0;
+    op.hbm_load = c.seconds > 0 ? c.hbm_s / c.seconds : 0;
+    op.model_flops = c.model_flops;
+    op.name = p_.intern(name);
+    op.micro_batch = mb;
+    op.layer = layer;
+    uint32_t idx = p_.add(op, frontier_);
+    frontier_.clear();
+    last_compute_ = idx;
+    return idx;
+  }
+
+  uint32_t add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb, int32_t layer,
+                          const std::vector<uint32_t>& deps) {
+    Op op;
+    op.kind = OpKind::kCollective;
+    op.dim = d;
+    op.coll = coll;
+    op.bytes = bytes;
+    op.stream = stream_for(d);
+    op.category = d == Dim::kTp ? Category::kTp : d == Dim::kCp ? Category::kCp : Category::kDp;
+    op.name = p_.intern(name);
+    op.micro_batch = mb;
+    op.layer = layer;
+    return p_.add(op, deps);
+  }
+
+  static Stream stream_for(Dim d) {
+    switch (d) {
+      case Dim::kTp: return Stream::kTp;
+      case Dim::kCp: return Stream::kCp;
+      case Dim::kDp: return Stream::kDp;
+      case Dim::kDpOuter: return Stream::kDpOuter;
+      default: return Stream::kPpSend;
+    }
+  }
+
+  bool has(Dim d) const {
+    switch (d) {
+      case Dim::kTp: return job_.tp > 1;
+      case Dim::kCp: return job_.cp > 1;
+      case Dim::kDp: return job_.dp > 1;
+      case Dim::kDpOuter: return job_.dp_outer > 1;
+      default: return false;
+    }
+  }
+
+  // Emits a recipe; the first compute waits on the frontier; returns the index of its first compute.
+  int64_t emit(const Recipe& r, int32_t mb, int32_t layer, Category cat, const std::string& suffix) {
+    int64_t first = -1;
+    std::vector<uint32_t> comms;
+    for (const Piece& pc : r) {
+      if (pc.comm) {
+        if (!has(pc.spec.dim)) continue;
+        std::vector<uint32_t> deps = frontier_;
+        if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
+        uint32_t c = add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes, pc.name + suffix, mb, layer, deps);
+        frontier_.clear();
+        frontier_.push_back(c);
+      } else {
+        uint32_t c = add_compute(pc.cost, pc.name + suffix, cat, mb, layer);
+        if (first < 0) first = c;
+      }
+    }
+    return first;
+  }
+
+  std::string layer_suffix(int64_t l) const { return " L" + std::to_string(l); }
+
+  void forward(int32_t mb, int32_t chunk) {
+    int32_t g = global(chunk);
+    if (g > 0) recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
+    if (g == 0) emit(embed_.fwd, mb, -1, Category::kCompute, "");
+    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t l = l0 + i;
+      fsdp_gather_before(mb, chunk, i, layer_first, "fwd");
+      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
+    }
+    if (g == last_global()) emit(head_.fwd, mb, -1, Category::kCompute, "");
+    if (g < last_global())
+      send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), "send act", mb);
+  }
+
+  void backward(int32_t mb, int32_t chunk, bool input_only) {
+    int32_t g = global(chunk);
+    if (g < last_global()) recv(+1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv grad");
+    const Recipe& hb = input_only ? head_.bwd_input : head_.bwd;
+    if (g == last_global()) emit(hb, mb, -1, Category::kCompute, "");
+    bool grads_final = !input_only && mb == last_grad_mb_[chunk];
+    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
+    double bucket = 0;
+    for (int64_t i = n - 1; i >= 0; --i) {
+      int64_t l = l0 + i;
+      fsdp_gather_before(mb, chunk, n - 1 - i, layer_first, "bwd");
+      if (job_.recompute == Recompute::kFull)
+        layer_first[n - 1 - i] = emit(layer_.recompute, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
+      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), Category::kCompute,
+                       layer_suffix(l));
+      if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
+      if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, i == 0 && g != 0);
+    }
+    if (g == 0) {
+      emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, Category::kCompute, "");
+    }
+    if (!input_only) flush_grads(mb, chunk, grads_final, bucket, g);
+    if (g > 0) send(-1, static_cast<uint32_t>(((g - 1) / params_.stages) * params_.micro_batches + mb), "send grad", mb);
+  }
+
+  void weight_grad(int32_t mb, int32_t chunk) {
+    int32_t g = global(chunk);
+    bool grads_final = mb == last_grad_mb_[chunk];
+    if (g == last_global()) emit(head_.bwd_weight, mb, -1, Category::kCompute, "");
+    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    double bucket = 0;
+    for (int64_t i = n - 1; i >= 0; --i) {
+      int64_t l = l0 + i;
+      emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
+      grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, false);
+    }
+    if (g == 0) emit(embed_.bwd_weight, mb, -1, Category::kCompute, "");
+    flush_grads(mb, chunk, grads_final, bucket, g);
+  }
+
+  // --- data parallelism -------------------------------------------------------------------------
+
+  double grad_bytes(double params) const { return params * job_.adam.grad; }
+  double param_bytes(double params) const { return params * job_.adam.param; }
+
+  // A layer's gradient is complete for this micro-batch.
+  void grad_ready(int32_t mb, int32_t chunk, int64_t layer, double params, bool grads_final, double& bucket,
+                  bool /*unused*/) {
+    if (!has(Dim::kDp) && !has(Dim::kDpOuter)) return;
+    if (job_.data_parallel == DataParallel::kFsdp) {
+      // ZeRO-3: reduce-scatter this layer's gradient after every micro-batch's backward.
+      std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
+      uint32_t rs = has(Dim::kDp) ? add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
+                                                   "reduce-scatter grads" + layer_suffix(layer), mb,
+                                                   static_cast<int32_t>(layer), deps)
+                                  : static_cast<uint32_t>(last_compute_);
+      if (grads_final && has(Dim::kDpOuter))
+        last_dp_outer_ = add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / job_.dp,
+                                        "all-reduce grad shard" + layer_suffix(layer), mb,
+                                        static_cast<int32_t>(layer), {rs});
+      return;
+    }
+    if (!grads_final) return;
+    bucket += params;
+    if (grad_bytes(bucket) >= job_.ddp_bucket_bytes) emit_bucket(mb, chunk, bucket, layer);
+  }
+
+  void flush_grads(int32_t mb, int32_t chunk, bool grads_final, double& bucket, int32_t g) {
+    if (!grads_final || job_.data_parallel == DataParallel::kFsdp) return;
+    if (!has(Dim::kDp)) return;
+    if (g == 0) bucket += embed_params_;
+    if (g == last_global()) bucket += head_params_;
+    if (bucket > 0) emit_bucket(mb, chunk, bucket, -1);
+  }
+
+  void emit_bucket(int32_t mb, int32_t chunk, double& bucket, int64_t layer) {
+    bool ddp = job_.data_parallel == DataParallel::kDdp;
+    std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
+    add_collective(Dim::kDp, ddp ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter, grad_bytes(bucket),
+                   ddp ? "all-reduce grads" : "reduce-scatter grads", mb, static_cast<int32_t>(layer), deps);
+    bucket = 0;
+  }
+
+  // ZeRO-1/2: parameters updated on their shard are all-gathered before their first use in the
+  // step (equivalently, at the end of the previous step), overlapping earlier layers' forward.
+  void emit_zero12_param_gathers() {
+    for (int32_t c = 0; c < params_.virtual_stages; ++c) {
+      int32_t g = global(c);
+      double params = chunk_layers_[g] * layer_params_ + (g == 0 ? embed_params_ : 0) +
+                      (g == last_global() ? head_params_ : 0);
+      uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
+                                   "all-gather params chunk " + std::to_string(c), -1, -1, {});
+      zero12_gather_.push_back(ag);
+    }
+  }
+
+  // ZeRO-3 all-gather of layer position `pos` of this pass, at most `prefetch` layers ahead; under
+  // ZeRO-1/2 the first forward of a chunk waits for its parameters instead.
+  void fsdp_gather_before(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
+                          const char* pass) {
+    if (!zero12_gather_.empty() && pos == 0 && std::string(pass) == "fwd" && mb == first_fwd_mb_[chunk])
+      frontier_.push_back(zero12_gather_[static_cast<size_t>(chunk)]);
+    if (job_.data_parallel != DataParallel::kFsdp || !has(Dim::kDp)) return;
+    std::vector<uint32_t> deps;
+    int64_t ahead = pos - job_.fsdp_prefetch;
+    if (ahead >= 0 && layer_first[static_cast<size_t>(ahead)] >= 0)
+      deps.push_back(static_cast<uint32_t>(layer_first[static_cast<size_t>(ahead)]));
+    int64_t l = first_layer_[global(chunk)] + (std::string(pass) == "fwd" ? pos : chunk_layers_[global(chunk)] - 1 - pos);
+    uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(layer_params_),
+                                 std::string("all-gather params ") + pass + layer_suffix(l), mb,
+                                 static_cast<int32_t>(l), deps);
+    frontier_.push_back(ag);
+  }
+
+  void optimizer() {
+    double params = 0;
+    for (int32_t c = 0; c < params_.virtual_stages; ++c) {
+      int32_t g = global(c);
+      params += chunk_layers_[g] * layer_params_ + (g == 0 ? embed_params_ : 0) + (g == last_global() ? head_params_ : 0);
+    }
+    double shard = job_.data_parallel == DataParallel::kDdp ? params : params / static_cast<double>(job_.dp);
+    Cost c;
+    c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
+    c.seconds = c.hbm_s;
+    // Waits for every gradient collective: the last op of each data-parallel stream.
+    for (Stream s : {Stream::kDp, Stream::kDpOuter}) {
+      for (int64_t i = static_cast<int64_t>(p_.ops().size()) - 1; i >= 0; --i)
+        if (p_.op(static_cast<uint32_t>(i)).stream == s) {
+          frontier_.push_back(static_cast<uint32_t>(i));
+          break;
+        }
+    }
+    add_compute(c, "optimizer step", Category::kOptimizer, -1, -1);
+  }
+
+  // --- pipeline messages ------------------------------------------------------------------------
+
+  void recv(int8_t peer, uint32_t message, int32_t mb, const char* what) {
+    Op op;
+    op.kind = OpKind::kRecv;
+    op.stream = Stream::kPpRecv;
+    op.category = Category::kPp;
+    op.dim = Dim::kPp;
+    op.peer = peer;
+    op.message = message;
+    op.name = p_.intern(what);
+    op.micro_batch = mb;
+    frontier_.push_back(p_.add(op));
+  }
+
+  void send(int8_t peer, uint32_t message, const char* what, int32_t mb) {
+    Op op;
+    op.kind = OpKind::kSend;
+    op.stream = Stream::kPpSend;
+    op.category = Category::kPp;
+    op.dim = Dim::kPp;
+    op.peer = peer;
+    op.message = message;
+    op.bytes = pp_bytes_;
+    op.name = p_.intern(what);
+    op.micro_batch = mb;
+    std::vector<uint32_t> deps = frontier_;
+    if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
+    p_.add(op, deps);
+    frontier_.clear();
+  }
+
+ public:
+  double pp_bytes_ = 0;
+
+ private:
+  const TrainingJob& job_;
+  int32_t stage_;
+  const std::vector<int64_t>& chunk_layers_;
+  const PassRecipes& layer_;
+  const PassRecipes& embed_;
+  const PassRecipes& head_;
+  double layer_params_, embed_params_, head_params_;
+  PipelineParams params_;
+  int32_t chunks_total_ = 1;
+  std::vector<int64_t> first_layer_;
+  std::vector<PipelineWork> order_;
+  std::vector<int32_t> last_grad_mb_, first_fwd_mb_;
+  std::vector<uint32_t> zero12_gather_;
+  Program p_;
+  std::vector<uint32_t> frontier_;
+  int64_t last_compute_ = -1;
+  uint32_t last_dp_outer_ = 0;
+};
+
+}  // namespace
+
+TrainingPlan build_training(const TrainingJob& job) {
+  job.validate();
+  ParallelShape shape{job.tp, job.cp, job.sequence_parallel && job.tp > 1};
+  OpOptions oo;
+  oo.flash_attention = job.flash_attention;
+  Coster coster(job);
+  int64_t b = job.micro_batch, s = job.seq_len;
+  auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
+  auto lcomm = layer_comm(job.model, b, s, shape, job.precision);
+  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, "layer");
+  PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
+                                        embedding_comm(job.model, b, s, shape, job.precision), coster, "embedding");
+  PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision),
+                                       head_comm(job.model, b, s, shape, job.precision), coster, "head");
+  // Parameters per rank: a layer, the embedding (first chunk), the final norm + head (last chunk).
+  ParamCounts pc = count_params(job.model);
+  double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));
+  int64_t chunks = job.pp * job.virtual_stages;
+  double embed_params = static_cast<double>(stage_params_per_rank(job.model, 0, true, false, chunks, job.tp));
+  double head_params = static_cast<double>(stage_params_per_rank(job.model, 0, false, true, chunks, job.tp));
+  (void)pc;
+  std::vector<int64_t> chunk_layers = split_layers(job.model.layers, chunks, job.split);
+
+  TrainingPlan plan;
+  double pp_bytes = pp_boundary_bytes(job.model, b, s, shape, job.precision);
+  ActivationOptions ao;
+  ao.recompute = job.recompute;
+  ao.flash_attention = job.flash_attention;
+  ao.precision = job.precision;
+  double act_layer = activation_bytes_per_layer(job.model, b, s, shape, ao);
+  ActivationOptions full = ao;
+  full.recompute = Recompute::kNone;
+  double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
+  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision);
+  int zero = job.data_parallel == DataParallel::kDdp ? 0
+             : job.data_parallel == DataParallel::kZero1 ? 1
+             : job.data_parallel == DataParallel::kZero2 ? 2
+                                                         : 3;
+  for (int32_t st = 0; st < job.pp; ++st) {
+    StageBuilder sb(job, st, chunk_layers, layer, embed, head, layer_params, embed_params, head_params);
+    sb.pp_bytes_ = pp_bytes;
+    int32_t in_flight = 0;
+    plan.programs.push_back(sb.build(&in_flight));
+    // Memory at the peak: model state, activations of the chunk-forwards in flight, buffers.
+    double params = 0, layers_held = 0;
+    bool has_head = false;
+    for (int64_t c = 0; c < job.virtual_stages; ++c) {
+      int64_t g = c * job.pp + st;
+      params += static_cast<double>(chunk_layers[static_cast<size_t>(g)]) * layer_params +
+                (g == 0 ? embed_params : 0) + (g == chunks - 1 ? head_params : 0);
+      layers_held += static_cast<double>(chunk_layers[static_cast<size_t>(g)]);
+      has_head = has_head || g == chunks - 1;
+    }
+    StageMemory mem;
+    mem.stage = st;
+    mem.in_flight_chunks = in_flight;
+    mem.bytes = model_state_memory(static_cast<int64_t>(params), job.dp, zero, job.adam);
+    double layers_per_chunk = layers_held / static_cast<double>(job.virtual_stages);
+    mem.bytes.activations = in_flight * layers_per_chunk * act_layer + (has_head ? act_head : 0);
+    if (job.recompute == Recompute::kFull) mem.bytes.activations += act_layer_full;  // the layer being recomputed
+    if (job.data_parallel == DataParallel::kFsdp)
+      mem.bytes.comm_buffers = static_cast<double>(job.fsdp_prefetch + 1) * layer_params * job.adam.param;
+    else if (job.dp > 1)
+      mem.bytes.comm_buffers = 2 * job.ddp_bucket_bytes;
+    plan.memory.push_back(mem);
+  }
+  plan.tokens_per_step = static_cast<double>(job.global_batch) * static_cast<double>(job.seq_len);
+  plan.model_flops_per_step = model_flops_per_token(job.model, job.seq_len) * plan.tokens_per_step;
+  return plan;
+}
+
+}  // namespace wl

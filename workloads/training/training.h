@@ -1,0 +1,96 @@
+// workloads/training/training.h: a transformer training job and the rank programs it runs.
+//
+// TrainingJob is the bound description (model, batch, parallelism, schedule, data parallelism,
+// efficiencies). build_programs() turns it into one Program per pipeline stage (the rank classes:
+// every TP/CP/DP peer of a stage runs the same ops) following the pipeline order of the schedule:
+//   forward of a model chunk: [recv activation] [embedding] per layer: compute segments split by
+//     their TP/CP collectives [head + loss] [send activation];
+//   backward (or B and W for zero-bubble): the mirror, with [recompute of the forward] first under
+//     full recompute;
+//   data parallel: DDP all-reduces gradient buckets during the last micro-batch's backward;
+//     ZeRO-1/2 reduce-scatter them there and all-gather parameters before their first forward;
+//     ZeRO-3 (FSDP) all-gathers each layer before its forward and backward of every micro-batch
+//     (at most `prefetch` layers ahead) and reduce-scatters its gradient after each backward; HSDP
+//     adds an all-reduce of the shard over the replicate group (dp_outer);
+//   optimizer step: one memory-bound kernel over the rank's (sharded) parameters at the end.
+// Compute ops carry their time alone on the GPU: per model op, max(FLOPs / (peak x efficiency of
+// its class), bytes / (HBM bandwidth x memory efficiency)), summed over the ops of a segment.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/catalog.h"
+#include "workloads/collectives/collective.h"
+#include "workloads/model/memory.h"
+#include "workloads/model/transformer.h"
+#include "workloads/schedules/pipeline_order.h"
+#include "workloads/training/layout.h"
+#include "workloads/training/program.h"
+
+namespace wl {
+
+enum class DataParallel { kDdp, kZero1, kZero2, kFsdp };
+
+// Fractions of peak an op class reaches (the hardware profile; calibration can replace them).
+struct ComputeEfficiency {
+  double gemm = 0.80;       // large GEMMs; see defaults_for() for the sources
+  double attention = 0.55;  // flash-attention style core
+  double memory = 0.85;     // fraction of HBM bandwidth memory-bound kernels reach
+  double vector = 0.05;     // non-tensor-core FLOP rate, as a fraction of the tensor peak
+};
+ComputeEfficiency default_efficiency(const topo::GpuSpec& gpu);
+
+struct TrainingJob {
+  ModelSpec model;
+  int64_t seq_len = 8192;
+  int64_t global_batch = 1;  // sequences per step
+  int64_t micro_batch = 1;   // sequences per micro-batch
+  Precision precision = Precision::kBf16;
+  Recompute recompute = Recompute::kNone;
+  bool flash_attention = true;
+  // Parallelism. dp is the (shard) data-parallel size, dp_outer the HSDP replicate size.
+  int64_t tp = 1, cp = 1, pp = 1, dp = 1, dp_outer = 1;
+  bool sequence_parallel = true;
+  std::array<Dim, kNumDims> order = Layout::default_order();
+  DataParallel data_parallel = DataParallel::kDdp;
+  int64_t fsdp_prefetch = 1;           // ZeRO-3: all-gathers in flight ahead of compute
+  double ddp_bucket_bytes = 25 << 20;  // PyTorch DDP default bucket_cap_mb = 25
+  // Schedule.
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int64_t virtual_stages = 1;
+  PipelineSplit split = PipelineSplit::kEven;
+  // Hardware profile.
+  topo::GpuSpec gpu;
+  ComputeEfficiency efficiency;
+  AdamBytes adam;
+  double optimizer_bytes_per_param = 32;  // Adam update traffic per (sharded) parameter
+  std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
+                                            Algorithm::kAuto};
+
+  int64_t world() const { return tp * cp * pp * dp * dp_outer; }
+  int64_t micro_batches() const { return global_batch / (dp * dp_outer * micro_batch); }
+  double peak_flops() const;  // of the chosen precision
+  // Throws sim::ConfigError for impossible combinations, naming the values.
+  void validate() const;
+};
+
+// Per-rank memory of one pipeline stage at its peak.
+struct StageMemory {
+  int64_t stage = 0;
+  MemoryBreakdown bytes;
+  int32_t in_flight_chunks = 0;  // chunk-forwards holding activations at the peak
+};
+
+struct TrainingPlan {
+  std::vector<Program> programs;  // one per pipeline stage
+  std::vector<StageMemory> memory;
+  double model_flops_per_step = 0;  // PaLM convention, whole job
+  double tokens_per_step = 0;
+};
+
+TrainingPlan build_training(const TrainingJob& job);
+
+}  // namespace wl

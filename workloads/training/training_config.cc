@@ -1,0 +1,151 @@
+#include "workloads/training/training_config.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/error.h"
+
+namespace wl {
+
+namespace {
+
+template <class F>
+auto located(const sim::ConfigNode& node, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const sim::ConfigError& e) {
+    // Errors from the model/schedule layers carry no location: attach this node's.
+    std::string what = e.what();
+    if (what.find(node.location()) == 0) throw;
+    node.fail(what);
+  }
+}
+
+Precision parse_precision(const std::string& s) {
+  if (s == "bf16") return Precision::kBf16;
+  if (s == "fp16") return Precision::kFp16;
+  if (s == "fp8") return Precision::kFp8;
+  return Precision::kFp32;
+}
+
+}  // namespace
+
+ModelSpec bind_model(const sim::ConfigNode& m) {
+  ModelSpec spec;
+  if (m.has("preset")) {
+    auto preset = m.get_enum("preset", model_preset_names());
+    spec = find_model_preset(preset);
+  }
+  bool full = !m.has("preset");
+  auto need = [&](const char* key, int64_t def) {
+    return full ? m.get_int_in(key, 1, int64_t{1} << 40) : m.get_int_in(key, 1, int64_t{1} << 40, def);
+  };
+  spec.name = m.get_string("name", spec.name.empty() ? "custom" : spec.name);
+  spec.layers = need("layers", spec.layers);
+  spec.hidden = need("hidden", spec.hidden);
+  spec.ffn_hidden = need("ffn_hidden", spec.ffn_hidden);
+  spec.heads = need("heads", spec.heads);
+  spec.kv_heads = m.get_int_in("kv_heads", 1, int64_t{1} << 20, spec.kv_heads > 0 ? spec.kv_heads : spec.heads);
+  spec.head_dim = m.get_int_in("head_dim", 0, int64_t{1} << 20, spec.head_dim);
+  spec.vocab = need("vocab", spec.vocab);
+  std::string mlp = m.get_enum("mlp", {"swiglu", "gelu"}, spec.mlp == MlpKind::kSwiGlu ? "swiglu" : "gelu");
+  spec.mlp = mlp == "swiglu" ? MlpKind::kSwiGlu : MlpKind::kGelu;
+  std::string norm = m.get_enum("norm", {"rmsnorm", "layernorm"}, spec.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm");
+  spec.norm = norm == "rmsnorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  spec.tied_embeddings = m.get_bool("tied_embeddings", spec.tied_embeddings);
+  spec.bias = m.get_bool("bias", spec.bias);
+  std::string pos = m.get_enum("position", {"rope", "learned"}, spec.position == PositionKind::kRope ? "rope" : "learned");
+  spec.position = pos == "rope" ? PositionKind::kRope : PositionKind::kLearned;
+  spec.max_seq_len = m.get_int_in("max_seq_len", 0, int64_t{1} << 30, spec.max_seq_len);
+  located(m, [&] {
+    validate_model(spec);
+    return 0;
+  });
+  return spec;
+}
+
+TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gpu, uint32_t gpus) {
+  TrainingSettings ts;
+  TrainingJob& j = ts.job;
+  j.gpu = gpu;
+  j.efficiency = default_efficiency(gpu);
+  j.model = bind_model(w.child("model"));
+
+  auto t = w.child("training");
+  j.seq_len = t.get_int_in("seq_len", 1, int64_t{1} << 24);
+  j.global_batch = t.get_int_in("global_batch", 1, int64_t{1} << 30);
+  j.micro_batch = t.get_int_in("micro_batch", 1, int64_t{1} << 20, 1);
+  j.precision = parse_precision(t.get_enum("precision", {"bf16", "fp16", "fp8", "fp32"}, "bf16"));
+  std::string rc = t.get_enum("recompute", {"none", "selective", "full"}, "none");
+  j.recompute = rc == "none" ? Recompute::kNone : rc == "selective" ? Recompute::kSelective : Recompute::kFull;
+  j.flash_attention = t.get_bool("flash_attention", true);
+
+  auto p = w.child("parallelism");
+  j.tp = p.get_int_in("tp", 1, 1 << 20, 1);
+  j.cp = p.get_int_in("cp", 1, 1 << 20, 1);
+  j.pp = p.get_int_in("pp", 1, 1 << 20, 1);
+  j.dp = p.get_int_in("dp", 1, 1 << 24, 1);
+  j.dp_outer = p.get_int_in("dp_outer", 1, 1 << 24, 1);
+  j.sequence_parallel = p.get_bool("sequence_parallel", j.tp > 1);
+  auto order = p.get_string_list("order", {"tp", "cp", "pp", "dp", "dp_outer"});
+  {
+    std::array<Dim, kNumDims> o{};
+    std::array<bool, kNumDims> seen{};
+    std::vector<std::string> names = {"tp", "cp", "pp", "dp", "dp_outer"};
+    size_t k = 0;
+    for (const auto& name : order) {
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end()) p.child("order").fail("unknown dimension \"" + name + "\" (expected tp, cp, pp, dp, dp_outer)");
+      size_t d = static_cast<size_t>(it - names.begin());
+      if (seen[d]) p.child("order").fail("dimension \"" + name + "\" appears twice");
+      seen[d] = true;
+      if (k < kNumDims) o[k++] = static_cast<Dim>(d);
+    }
+    // Dimensions left out go outermost, in the default order.
+    for (size_t d = 0; d < kNumDims; ++d)
+      if (!seen[d]) o[k++] = static_cast<Dim>(d);
+    j.order = o;
+  }
+  std::string dpm = p.get_enum("data_parallel", {"ddp", "zero1", "zero2", "fsdp"}, "ddp");
+  j.data_parallel = dpm == "ddp" ? DataParallel::kDdp : dpm == "zero1" ? DataParallel::kZero1
+                    : dpm == "zero2" ? DataParallel::kZero2 : DataParallel::kFsdp;
+  j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
+  j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
+  if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
+  std::string split = p.get_enum("layer_split", {"even", "first-last-one-fewer"}, "even");
+  j.split = split == "even" ? PipelineSplit::kEven : PipelineSplit::kFirstLastOneFewer;
+
+  auto s = w.child("schedule");
+  std::string kind = s.get_enum("kind", {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"});
+  j.schedule = kind == "gpipe" ? PipelineSchedule::kGPipe : kind == "1f1b" ? PipelineSchedule::kOneFOneB
+               : kind == "interleaved-1f1b" ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::kZeroBubbleH1;
+  j.virtual_stages = s.get_int_in("virtual_stages", 1, 1024, 1);
+
+  if (auto e = w.find("efficiency")) {
+    j.efficiency.gemm = e->get_double_in("gemm", 0.01, 1.0, j.efficiency.gemm);
+    j.efficiency.attention = e->get_double_in("attention", 0.01, 1.0, j.efficiency.attention);
+    j.efficiency.memory = e->get_double_in("memory", 0.01, 1.0, j.efficiency.memory);
+  }
+  if (auto c = w.find("collectives")) {
+    const char* keys[] = {"tp", "cp", "pp", "dp", "dp_outer"};
+    for (size_t d = 0; d < kNumDims; ++d) {
+      if (d == static_cast<size_t>(Dim::kPp)) continue;
+      std::string a = c->get_enum(keys[d], {"auto", "ring", "tree", "halving-doubling", "hierarchical", "torus", "direct"},
+                                  "auto");
+      j.algorithm[d] = parse_algorithm(a);
+    }
+  }
+  if (auto m = w.find("memory")) ts.allow_oom = m->get_bool("allow_oom", false);
+
+  if (static_cast<uint64_t>(j.world()) != gpus)
+    p.fail("tp x cp x pp x dp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
+           std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
+           std::to_string(j.world()) + " ranks, but the cluster has " + std::to_string(gpus) + " GPUs");
+  located(w, [&] {
+    j.validate();
+    return 0;
+  });
+  return ts;
+}
+
+}  // namespace wl

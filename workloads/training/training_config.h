@@ -1,0 +1,33 @@
+// workloads/training/training_config.h: binds `workload: {kind: training}` of a scenario.
+//
+//   workload:
+//     kind: training
+//     model: {preset: llama3-8b}            # or every field: layers, hidden, ffn_hidden, heads,
+//                                           # kv_heads, head_dim, vocab, mlp, norm, ...
+//     training: {seq_len: 8192, global_batch: 64, micro_batch: 1, precision: bf16,
+//                recompute: none, flash_attention: true}
+//     parallelism: {tp: 8, cp: 1, pp: 4, dp: 2, dp_outer: 1, order: [tp, cp, pp, dp, dp_outer],
+//                   sequence_parallel: true, data_parallel: ddp, fsdp_prefetch: 1,
+//                   bucket: 25MiB, layer_split: even}
+//     schedule: {kind: 1f1b, virtual_stages: 1}   # gpipe | 1f1b | interleaved-1f1b | zb-h1
+//     efficiency: {gemm: 0.8, attention: 0.55, memory: 0.85}   # hardware profile
+//     collectives: {tp: auto, cp: auto, dp: auto, dp_outer: auto}
+//     memory: {allow_oom: false}
+#pragma once
+
+#include "sim/config.h"
+#include "topology/catalog.h"
+#include "workloads/training/training.h"
+
+namespace wl {
+
+struct TrainingSettings {
+  TrainingJob job;
+  bool allow_oom = false;
+};
+
+ModelSpec bind_model(const sim::ConfigNode& model);
+// `gpus` is the cluster size: the layout must use every GPU.
+TrainingSettings bind_training(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus);
+
+}  // namespace wl
