@@ -1,0 +1,408 @@
+// tests/app/cli_test.cc: end-to-end tests of the clustersim command. Each test runs the built binary
+// (CLUSTERSIM_BINARY) through the shell with stdout and stderr sent to files in a fresh temporary
+// folder, then looks at the exit status, the messages and the files the run wrote.
+// No timing asserts: wall time is only reported.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBinary = CLUSTERSIM_BINARY;
+const fs::path kSourceDir = CLUSTERSIM_SOURCE_DIR;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+// Single-quotes one argument for /bin/sh.
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct CliResult {
+  int status = -1;  // exit status, or -1 when the process did not exit normally
+  std::string out, err;
+  double wall_s = 0;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "clustersim_cli_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  fs::path file(const std::string& name) const { return dir_ / name; }
+
+  // Runs clustersim with `args` (each quoted), in the temporary folder.
+  CliResult run(const std::vector<std::string>& args) {
+    std::string cmd = "cd " + quote(dir_.string()) + " && " + quote(kBinary);
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " >" + quote(file("stdout.txt").string()) + " 2>" + quote(file("stderr.txt").string());
+    CliResult r;
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = std::system(cmd.c_str());
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.status = (rc != -1 && WIFEXITED(rc)) ? WEXITSTATUS(rc) : -1;
+    r.out = read_text(file("stdout.txt"));
+    r.err = read_text(file("stderr.txt"));
+    return r;
+  }
+
+  json read_json(const std::string& name) {
+    json j = json::parse(read_text(file(name)), nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << name << " is not valid JSON";
+    return j;
+  }
+
+  fs::path dir_;
+};
+
+// One fixture per suite, all sharing CliTest's temporary folder and runner.
+class CliScenarios : public CliTest {};
+class CliErrors : public CliTest {};
+class CliDeterminism : public CliTest {};
+class CliResolved : public CliTest {};
+class CliTrace : public CliTest {};
+class CliSubcommands : public CliTest {};
+
+std::vector<fs::path> example_scenarios() {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(kSourceDir / "workloads" / "scenarios"))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// A user error: status 2, exactly one line on stderr, in the common shape.
+void expect_one_error_line(const CliResult& r) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.back(), '\n') << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("clustersim: error: ", 0), 0u) << r.err;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// ---------------------------------------------------------------------------------------------
+// Every example scenario runs. The folder is listed when the test runs, so a new scenario is
+// covered without touching this file.
+
+TEST_F(CliScenarios, EveryExampleRuns) {
+  auto scenarios = example_scenarios();
+  ASSERT_GE(scenarios.size(), 4u) << "expected the example scenarios in workloads/scenarios/";
+  for (const auto& s : scenarios) {
+    SCOPED_TRACE(s.string());
+    auto r = run({"run", "--quiet", "--json", "out.json", s.string()});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out, "") << "--quiet prints nothing";
+    json j = read_json("out.json");
+    EXPECT_TRUE(j.contains("scenario"));
+    EXPECT_TRUE(j.contains("run"));
+    // Reported, not asserted: examples are meant to take seconds at most.
+    if (r.wall_s > 20) std::cout << "NOTE: " << s.filename().string() << " took " << r.wall_s << " s\n";
+    RecordProperty(s.filename().string(), std::to_string(r.wall_s) + " s");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad scenarios. Line and column of each bad value were counted by hand in the text below
+// (1-based); the message must name file:line:col and the dotted key.
+
+TEST_F(CliErrors, UnknownKey) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 1\n"
+             "  gpus_per_node: 8\n"
+             "  scale_up: {kind: nvswitch, bandwdith: 450GB/s}\n"  // the misspelt key starts at col 30
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, sizes: [1MiB]}\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:6:30: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "cluster.scale_up.bandwdith")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown key")) << r.err;
+}
+
+TEST_F(CliErrors, NegativeBandwidth) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 2\n"
+             "  gpus_per_node: 8\n"
+             "  scale_out:\n"
+             "    kind: fat-tree\n"
+             "    nic_bandwidth: -400Gbps\n"  // the value starts at col 20
+             "    tiers:\n"
+             "      - {name: leaf, nodes: 2}\n"
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, sizes: [1MiB]}\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:8:20: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "cluster.scale_out.nic_bandwidth")) << r.err;
+}
+
+TEST_F(CliErrors, TorusDimensionZero) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: tpu-v5p\n"
+             "  nodes: 16\n"
+             "  gpus_per_node: 4\n"
+             "  scale_out:\n"
+             "    kind: torus\n"
+             "    dims: [4, 0, 4]\n"  // the list starts at col 11, its 0 is at col 15
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, sizes: [1MiB]}\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  // The binder reports the dims list (8:11, key cluster.scale_out.dims); pointing at the element
+  // itself (8:15, cluster.scale_out.dims[1]) would be as good.
+  EXPECT_TRUE(contains(r.err, "bad.yaml:8:11: cluster.scale_out.dims") ||
+              contains(r.err, "bad.yaml:8:15: cluster.scale_out.dims[1]"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "dimension 1 is 0")) << r.err;
+}
+
+TEST_F(CliErrors, GroupLargerThanCluster) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 1\n"
+             "  gpus_per_node: 8\n"
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, sizes: [1MiB]}\n"
+             "    - op: all-gather\n"
+             "      group: {first: 0, count: 16}\n"  // the group map starts at col 14
+             "      sizes: [1MiB]\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:11:14: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "workload.tests[1].group")) << r.err;
+  EXPECT_TRUE(contains(r.err, "16")) << r.err;
+}
+
+TEST_F(CliErrors, MissingFile) {
+  auto r = run({"run", "--quiet", "no-such-scenario.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "no-such-scenario.yaml")) << r.err;
+}
+
+TEST_F(CliErrors, YamlSyntax) {
+  // The flow map opened on line 2 is never closed.
+  write_text(file("bad.yaml"), "name: t\ncluster: {gpu: h100-sxm, nodes: 1\nworkload: [\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "syntax")) << r.err;
+}
+
+TEST_F(CliErrors, SetUnknownKey) {
+  auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--set")) << r.err;
+  EXPECT_TRUE(contains(r.err, "cluster.no_such_key")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown key")) << r.err;
+}
+
+TEST_F(CliErrors, UnknownOption) {
+  auto r = run({"run", "--no-such-option"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--no-such-option")) << r.err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism and seeds.
+
+TEST_F(CliDeterminism, SameRunSameBytes) {
+  // The default scenario, and the rail-optimized one with flow hashing, which draws on the seed.
+  const std::vector<std::vector<std::string>> cases = {
+      {"run"},
+      {"run", (kSourceDir / "workloads/scenarios/h100-128node-rail-collectives.yaml").string(), "--set",
+       "cluster.scale_out.uplink_policy=flow-hash"},
+  };
+  for (const auto& base : cases) {
+    SCOPED_TRACE(base.back());
+    for (const char* tag : {"1", "2"}) {
+      auto args = base;
+      for (std::string a : {"--quiet", "--reproducible", "--json"}) args.push_back(a);
+      args.push_back(std::string("a") + tag + ".json");
+      args.push_back("--trace");
+      args.push_back(std::string("t") + tag + ".json");
+      auto r = run(args);
+      ASSERT_EQ(r.status, 0) << r.err;
+    }
+    std::string a1 = read_text(file("a1.json")), a2 = read_text(file("a2.json"));
+    std::string t1 = read_text(file("t1.json")), t2 = read_text(file("t2.json"));
+    EXPECT_FALSE(a1.empty());
+    EXPECT_FALSE(t1.empty());
+    EXPECT_TRUE(a1 == a2) << "JSON results differ between identical runs";
+    EXPECT_TRUE(t1 == t2) << "traces differ between identical runs";
+    EXPECT_FALSE(contains(a1, "wall_time")) << "--reproducible leaves wall-clock fields out";
+  }
+}
+
+TEST_F(CliDeterminism, SeedFlag) {
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json"}).status, 0);
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "b.json", "--seed", "7"}).status, 0);
+  json a = read_json("a.json"), b = read_json("b.json");
+  EXPECT_EQ(a["seed"], 1);  // the default scenario says seed: 1
+  EXPECT_EQ(b["seed"], 7);
+  EXPECT_EQ(b["run"]["seed"], 7);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --resolved writes a scenario that reproduces the run.
+
+TEST_F(CliResolved, RerunsToSameJson) {
+  // The default (also with --seed, which must land in the resolved file) and the collective
+  // examples; not every example, since training scenarios can take a while and one run of each
+  // is in CliScenarios already.
+  std::vector<std::vector<std::string>> cases = {{}, {"--seed", "42"}};
+  for (const char* s : {"dgx-h100-collectives.yaml", "h100-128node-rail-collectives.yaml",
+                        "llama3-16k-h100-collectives.yaml", "tpu-v5p-8x8x8-collectives.yaml"})
+    cases.push_back({(kSourceDir / "workloads/scenarios" / s).string()});
+  for (const auto& extra : cases) {
+    SCOPED_TRACE(extra.empty() ? std::string("default") : extra.back());
+    std::vector<std::string> args = {"run", "--quiet", "--reproducible", "--json", "a.json", "--resolved", "r.yaml"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r1 = run(args);
+    ASSERT_EQ(r1.status, 0) << r1.err;
+    auto r2 = run({"run", "--quiet", "--reproducible", "--json", "b.json", "r.yaml"});
+    ASSERT_EQ(r2.status, 0) << r2.err << "\nresolved scenario:\n" << read_text(file("r.yaml"));
+    EXPECT_EQ(read_text(file("a.json")), read_text(file("b.json")));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Chrome trace.
+
+TEST_F(CliTrace, StructureAndUnits) {
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json", "--trace", "t.json"}).status, 0);
+  json res = read_json("a.json");
+  json tr = read_json("t.json");
+  ASSERT_TRUE(tr.contains("traceEvents"));
+  ASSERT_TRUE(tr["traceEvents"].is_array());
+
+  std::map<int, std::string> process_names;
+  std::vector<json> spans;
+  for (const auto& e : tr["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph"));
+    if (e["ph"] == "M" && e["name"] == "process_name") process_names[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "X") {
+      EXPECT_TRUE(e["ts"].is_number());
+      EXPECT_TRUE(e["dur"].is_number());
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      spans.push_back(e);
+    }
+  }
+  // The default scenario has 16 GPUs; the trace holds the first 16 ranks by default.
+  EXPECT_EQ(process_names.size(), 16u);
+  EXPECT_EQ(process_names[0], "rank 0 (node 0)");
+  ASSERT_FALSE(spans.empty());
+
+  // The first case of the default scenario: ring all-reduce of 1 MiB on the 8 GPUs of node 0,
+  // 1 warm-up and 5 timed iterations. Worked out by hand: a ring of n = 8 runs 2(n-1) = 14 steps,
+  // each paying 1 us of step overhead plus two 0.25 us NVSwitch hops; it moves 2(n-1)/n x 1 MiB =
+  // 1,835,008 bytes per GPU over 450 GB/s x 0.82 (default scale-up efficiency) = 369 GB/s:
+  //   14 x 1.5 us + 1,835,008 B / 369e9 B/s = 21 us + 4.97295 us = 25.97295 us per iteration.
+  const double hand_us = 14 * 1.5 + 1835008.0 / 369e9 * 1e6;
+  const auto& first = res["collectives"][0];
+  ASSERT_EQ(first["op"], "all-reduce");
+  ASSERT_EQ(first["ranks"], 8);
+  ASSERT_EQ(first["size_bytes"], 1048576);
+  const double time_us = first["time_s"].get<double>() * 1e6;
+  EXPECT_NEAR(time_us, hand_us, 0.001);
+
+  // Rank 0's spans of that case: ts and dur are microseconds, so each iteration's dur equals the
+  // JSON's time_s x 1e6, and the first timed iteration starts when the warm-up (at t = 0) ends.
+  // The 16-GPU case after it has spans of the same name, so take rank 0's first six in time order.
+  std::vector<json> mine;
+  for (const auto& e : spans)
+    if (e["pid"] == 0 && e["name"] == "all-reduce 1 MiB ring") mine.push_back(e);
+  std::stable_sort(mine.begin(), mine.end(),
+                   [](const json& a, const json& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
+  ASSERT_GE(mine.size(), 6u) << "1 warm-up and 5 timed iterations";
+  for (int k = 0; k < 6; ++k) {
+    SCOPED_TRACE(k);
+    const json& e = mine[k];
+    EXPECT_EQ(e["args"]["iteration"].get<double>(), k - 1) << "warm-up is iteration -1";
+    EXPECT_EQ(e["args"]["bytes"].get<double>(), 1048576.0);
+    EXPECT_NEAR(e["dur"].get<double>(), time_us, 0.001);
+    EXPECT_NEAR(e["dur"].get<double>(), hand_us, 0.001);
+    // Back to back from t = 0; each start is rounded to the nanosecond.
+    EXPECT_NEAR(e["ts"].get<double>(), k * hand_us, 0.001 * (k + 1));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Other subcommands.
+
+TEST_F(CliSubcommands, TopologyWritesDot) {
+  auto r = run({"topology", (kSourceDir / "workloads/scenarios/dgx-h100-collectives.yaml").string(), "--dot", "g.dot"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "8 GPUs")) << r.out;
+  std::string dot = read_text(file("g.dot"));
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u) << dot.substr(0, 80);
+  EXPECT_TRUE(contains(dot, "gpu0"));
+  EXPECT_TRUE(contains(dot, "gpu7"));
+  EXPECT_FALSE(contains(dot, "gpu8")) << "one node of 8 GPUs";
+  EXPECT_TRUE(contains(dot, "->"));
+  EXPECT_EQ(dot.back(), '\n');
+}
+
+TEST_F(CliSubcommands, CatalogListsH100) {
+  auto r = run({"catalog"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "h100-sxm")) << r.out;
+  EXPECT_TRUE(contains(r.out, "tpu-v5p")) << r.out;
+}
+
+}  // namespace
