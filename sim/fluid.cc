@@ -29,18 +29,18 @@ ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
 void FluidModel::set_capacity(ConstraintId c, double capacity) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
   constraints_[c.value].capacity = capacity;
-  mark_dirty(c.value);
+  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
 }
 
 void FluidModel::set_up(ConstraintId c, bool up) {
   constraints_[c.value].up = up;
-  mark_dirty(c.value);
+  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
 }
 
 void FluidModel::set_speed_factor(ConstraintId c, double factor) {
   SIM_ASSERT(factor >= 0.0 && std::isfinite(factor), "speed factor must be finite and >= 0");
   constraints_[c.value].speed = factor;
-  mark_dirty(c.value);
+  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
 }
 
 double FluidModel::effective_capacity(ConstraintId c) const {
@@ -84,7 +84,7 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
       SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
       auto& c = constraints_[u.constraint.value];
       r.uses.push_back(UseRec{u.constraint.value, u.weight, static_cast<uint32_t>(c.users.size())});
-      c.users.push_back(a);
+      c.users.push_back(UserRef{a, static_cast<uint32_t>(r.uses.size() - 1)});
       mark_dirty(u.constraint.value);
     }
   }
@@ -102,17 +102,10 @@ void FluidModel::detach(uint32_t a) {
   ActivityRec& r = activities_[a];
   for (const UseRec& u : r.uses) {
     auto& users = constraints_[u.constraint].users;
-    uint32_t moved = users.back();
+    UserRef moved = users.back();
     users[u.pos] = moved;
     users.pop_back();
-    if (moved != a) {
-      for (UseRec& mu : activities_[moved].uses) {
-        if (mu.constraint == u.constraint) {
-          mu.pos = u.pos;
-          break;
-        }
-      }
-    }
+    if (moved.activity != a) activities_[moved.activity].uses[moved.use].pos = u.pos;
     mark_dirty(u.constraint);
   }
   r.uses.clear();
@@ -153,7 +146,19 @@ void FluidModel::settle() {
   // Index loop: solving never adds dirty constraints, but stay safe against reallocation.
   for (size_t i = 0; i < dirty_.size(); ++i) {
     uint32_t c = dirty_[i];
-    if (constraints_[c].mark != epoch_) solve_component(c);
+    auto& rec = constraints_[c];
+    if (rec.mark == epoch_) continue;
+    if (rec.users.empty()) {
+      // Emptied: nothing to share; only its load (now 0) changes.
+      rec.mark = epoch_;
+      if (rec.load != 0.0) {
+        rec.load = 0.0;
+        if (watcher_ && rec.watched)
+          watcher_->on_load_change(ConstraintId(c), sim_.now(), 0.0, rec.up ? rec.capacity * rec.speed : 0.0);
+      }
+      continue;
+    }
+    solve_component(c);
   }
   for (uint32_t c : dirty_) constraints_[c].dirty = false;
   dirty_.clear();
@@ -171,7 +176,8 @@ void FluidModel::solve_component(uint32_t seed) {
     uint32_t c = stack_.back();
     stack_.pop_back();
     comp_constraints_.push_back(c);
-    for (uint32_t a : constraints_[c].users) {
+    for (UserRef ur : constraints_[c].users) {
+      uint32_t a = ur.activity;
       ActivityRec& ar = activities_[a];
       if (ar.mark == epoch_) continue;
       ar.mark = epoch_;
@@ -185,6 +191,20 @@ void FluidModel::solve_component(uint32_t seed) {
     }
   }
   solved_activities_ += comp_activities_.size();
+  if (comp_activities_.size() == 1) {
+    // One activity alone: its rate is the tightest of its bound and capacity / weight on each
+    // constraint, which is what progressive filling gives; skip the general machinery.
+    uint32_t a = comp_activities_[0];
+    ActivityRec& ar = activities_[a];
+    double rate = ar.bound;
+    for (const UseRec& u : ar.uses) {
+      const auto& c = constraints_[u.constraint];
+      rate = std::min(rate, (c.up ? c.capacity * c.speed : 0.0) / u.weight);
+    }
+    apply_rate(a, rate);
+    update_loads();
+    return;
+  }
 
   // Progressive filling. Every unfrozen activity runs at a common rate `lambda`; a constraint with
   // remaining capacity R and unfrozen weight W saturates at lambda = R / W (R net of frozen load).
@@ -266,7 +286,8 @@ void FluidModel::solve_component(uint32_t seed) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     heap_.pop_back();
     // Freeze every unfrozen user of the bottleneck at the share (membership does not change).
-    for (uint32_t a : constraints_[c].users) {
+    for (UserRef ur : constraints_[c].users) {
+      uint32_t a = ur.activity;
       if (activities_[a].fixed) continue;
       freeze(a, share);
       for (const UseRec& u : activities_[a].uses)
@@ -278,13 +299,17 @@ void FluidModel::solve_component(uint32_t seed) {
     ActivityRec& ar = activities_[a];
     apply_rate(a, ar.fixed ? ar.new_rate : kUnbounded);
   }
+  update_loads();
+}
+
+void FluidModel::update_loads() {
   // Loads, and watchers for the constraints that changed.
   for (uint32_t c : comp_constraints_) {
     auto& r = constraints_[c];
     double load = 0.0;
-    for (uint32_t a : r.users) {
-      for (const UseRec& u : activities_[a].uses)
-        if (u.constraint == c) load += u.weight * activities_[a].rate;
+    for (UserRef ur : r.users) {
+      const ActivityRec& ar = activities_[ur.activity];
+      load += ar.uses[ur.use].weight * ar.rate;
     }
     if (load != r.load) {
       r.load = load;

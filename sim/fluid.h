@@ -93,6 +93,11 @@ class FluidModel : public EventHandler {
   uint64_t solved_activities() const { return solved_activities_; }
 
  private:
+  // An activity's use of a constraint, seen from the constraint: which activity, which of its uses.
+  struct UserRef {
+    uint32_t activity;
+    uint32_t use;
+  };
   struct ConstraintRec {
     double capacity = 0.0;
     double speed = 1.0;
@@ -101,7 +106,7 @@ class FluidModel : public EventHandler {
     bool dirty = false;
     double load = 0.0;
     std::string name;
-    std::vector<uint32_t> users;  // activity indices using this constraint (unordered)
+    std::vector<UserRef> users;  // activities using this constraint (unordered)
     // solver scratch
     uint32_t mark = 0;
     double remaining = 0.0;
@@ -131,6 +136,7 @@ class FluidModel : public EventHandler {
   void detach(uint32_t a);
   void solve_component(uint32_t seed_constraint);
   void apply_rate(uint32_t a, double new_rate);
+  void update_loads();  // of the constraints of the component just solved
   void schedule_completion(uint32_t a);
 
   Simulation& sim_;

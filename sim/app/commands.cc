@@ -309,8 +309,10 @@ int cmd_run(const RunOptions& opt) {
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!opt.quiet)
-    std::printf("\n%llu events simulated in %.3f s of wall time\n",
-                static_cast<unsigned long long>(sim.events_processed()), wall_s);
+    std::printf("\n%llu events simulated in %.3f s of wall time (%llu sharing solves over %llu activities)\n",
+                static_cast<unsigned long long>(sim.events_processed()), wall_s,
+                static_cast<unsigned long long>(sim.fluid().solves()),
+                static_cast<unsigned long long>(sim.fluid().solved_activities()));
   if (!opt.json.empty()) {
     nlohmann::ordered_json run;
     run["seed"] = sc.seed;

@@ -62,10 +62,13 @@ bool implements(Algorithm a, CollectiveOp op) {
   return false;
 }
 
-// Candidates kAuto compares. Direct all-gather / reduce-scatter are left out: the estimate sees
-// the sender's port but not the incast at each receiver's switch port, and NCCL never picks it. Torus is handled before the comparison (it is the algorithm a torus is built for).
+// Candidates kAuto compares: the algorithms NCCL itself chooses among (ring, tree, and the
+// hierarchical rail pattern of its multi-node rings). Direct all-gather / reduce-scatter are left
+// out: the estimate sees the sender's port but not the incast at each receiver's switch port, and
+// NCCL never picks it. Halving-doubling is an MPI algorithm NCCL does not implement; it stays
+// available by name. Torus is handled before the comparison (it is what a torus is built for).
 bool auto_candidate(Algorithm a, CollectiveOp op) {
-  if (a == Algorithm::kTorus) return false;
+  if (a == Algorithm::kTorus || a == Algorithm::kHalvingDoubling) return false;
   if (a == Algorithm::kDirect) return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv;
   return implements(a, op);
 }
