@@ -58,6 +58,7 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
     shape.torus_dims = topo.torus_dims();
   }
   RuntimeOptions ro;
+  ro.step_overhead = job.step_overhead;
   CostHints hints = cost_hints_for(res, ro);
   CollectiveRuntime runtime(res, ro);
   ExecutorOptions eo;

@@ -311,7 +311,10 @@ class StageBuilder {
   void forward(int32_t mb, int32_t chunk) {
     int32_t g = global(chunk);
     if (g > 0) recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
-    if (g == 0) emit(embed_.fwd, mb, -1, Category::kCompute, "");
+    if (g == 0) {
+      fsdp_gather_whole(embed_params_, "embedding", mb);
+      emit(embed_.fwd, mb, -1, Category::kCompute, "");
+    }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     for (int64_t i = 0; i < n; ++i) {
@@ -319,7 +322,10 @@ class StageBuilder {
       fsdp_gather_before(mb, chunk, i, layer_first, "fwd");
       layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
     }
-    if (g == last_global()) emit(head_.fwd, mb, -1, Category::kCompute, "");
+    if (g == last_global()) {
+      fsdp_gather_whole(head_params_, "head", mb);
+      emit(head_.fwd, mb, -1, Category::kCompute, "");
+    }
     if (g < last_global())
       send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), "send act", mb);
   }
@@ -328,8 +334,12 @@ class StageBuilder {
     int32_t g = global(chunk);
     if (g < last_global()) recv(+1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv grad");
     const Recipe& hb = input_only ? head_.bwd_input : head_.bwd;
-    if (g == last_global()) emit(hb, mb, -1, Category::kCompute, "");
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
+    if (g == last_global()) {
+      fsdp_gather_whole(head_params_, "head", mb);
+      emit(hb, mb, -1, Category::kCompute, "");
+      if (!input_only) fsdp_reduce_whole(head_params_, "head", mb, grads_final);
+    }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     double bucket = 0;
@@ -344,7 +354,9 @@ class StageBuilder {
       if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, i == 0 && g != 0);
     }
     if (g == 0) {
+      fsdp_gather_whole(embed_params_, "embedding", mb);
       emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, Category::kCompute, "");
+      if (!input_only) fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
     }
     if (!input_only) flush_grads(mb, chunk, grads_final, bucket, g);
     if (g > 0) send(-1, static_cast<uint32_t>(((g - 1) / params_.stages) * params_.micro_batches + mb), "send grad", mb);
@@ -353,7 +365,10 @@ class StageBuilder {
   void weight_grad(int32_t mb, int32_t chunk) {
     int32_t g = global(chunk);
     bool grads_final = mb == last_grad_mb_[chunk];
-    if (g == last_global()) emit(head_.bwd_weight, mb, -1, Category::kCompute, "");
+    if (g == last_global()) {
+      emit(head_.bwd_weight, mb, -1, Category::kCompute, "");
+      fsdp_reduce_whole(head_params_, "head", mb, grads_final);
+    }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
@@ -361,7 +376,10 @@ class StageBuilder {
       emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
       grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, false);
     }
-    if (g == 0) emit(embed_.bwd_weight, mb, -1, Category::kCompute, "");
+    if (g == 0) {
+      emit(embed_.bwd_weight, mb, -1, Category::kCompute, "");
+      fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
+    }
     flush_grads(mb, chunk, grads_final, bucket, g);
   }
 
@@ -437,6 +455,24 @@ class StageBuilder {
                                  std::string("all-gather params ") + pass + layer_suffix(l), mb,
                                  static_cast<int32_t>(l), deps);
     frontier_.push_back(ag);
+  }
+
+  // ZeRO-3 for the embedding or the head: gathered before use, gradient reduce-scattered after.
+  void fsdp_gather_whole(double params, const char* what, int32_t mb) {
+    if (job_.data_parallel != DataParallel::kFsdp || !has(Dim::kDp) || params <= 0) return;
+    frontier_.push_back(add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
+                                       std::string("all-gather params ") + what, mb, -1, {}));
+  }
+  void fsdp_reduce_whole(double params, const char* what, int32_t mb, bool grads_final) {
+    if (job_.data_parallel != DataParallel::kFsdp || params <= 0) return;
+    std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
+    uint32_t rs = static_cast<uint32_t>(last_compute_);
+    if (has(Dim::kDp))
+      rs = add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
+                          std::string("reduce-scatter grads ") + what, mb, -1, deps);
+    if (grads_final && has(Dim::kDpOuter))
+      add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.dp),
+                     std::string("all-reduce grad shard ") + what, mb, -1, {rs});
   }
 
   void optimizer() {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/time.h"
 #include "topology/catalog.h"
 #include "workloads/collectives/collective.h"
 #include "workloads/model/memory.h"
@@ -67,6 +68,7 @@ struct TrainingJob {
   ComputeEfficiency efficiency;
   AdamBytes adam;
   double optimizer_bytes_per_param = 32;  // Adam update traffic per (sharded) parameter
+  sim::Time step_overhead = sim::Time::ns(1000);  // software latency per collective step
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};
 

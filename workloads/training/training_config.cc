@@ -127,6 +127,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.efficiency.memory = e->get_double_in("memory", 0.01, 1.0, j.efficiency.memory);
   }
   if (auto c = w.find("collectives")) {
+    j.step_overhead = c->get_duration("step_overhead", j.step_overhead);
     const char* keys[] = {"tp", "cp", "pp", "dp", "dp_outer"};
     for (size_t d = 0; d < kNumDims; ++d) {
       if (d == static_cast<size_t>(Dim::kPp)) continue;
