@@ -231,12 +231,14 @@ void add_training_json(nlohmann::ordered_json& out, const wl::TrainingSettings& 
 }  // namespace
 
 const char* default_scenario_yaml() {
-  return R"(# Built-in default: nccl-tests style collectives on two DGX H100 nodes.
-name: default-2x-dgx-h100-collectives
+  return R"(# Built-in default: one training step of Llama 3 8B on 64 H100 (8 DGX nodes, 400 Gb/s per GPU,
+# rail-optimized leaf + spine), TP 8 inside each node, PP 4 with 1F1B, DP 2 with DDP.
+# The same scenario is workloads/scenarios/llama3-8b-64xh100-1f1b.yaml.
+name: default-llama3-8b-64xh100-1f1b
 seed: 1
 cluster:
   gpu: h100-sxm
-  nodes: 2
+  nodes: 8
   gpus_per_node: 8
   scale_up: {kind: nvswitch}
   scale_out:
@@ -244,16 +246,14 @@ cluster:
     nic_bandwidth: 400Gbps
     rails: 8
     tiers:
-      - {name: leaf, nodes: 2}
-      - {name: spine, leafs: 1}
+      - {name: leaf, nodes: 8}
+      - {name: spine, leafs: 8}
 workload:
-  kind: collectives
-  iterations: 5
-  warmup: 1
-  tests:
-    - {op: all-reduce, algorithm: ring, group: node, sizes: [1MiB, 64MiB, 1GiB]}
-    - {op: all-reduce, algorithm: ring, group: all, sizes: [1MiB, 64MiB, 1GiB]}
-    - {op: all-gather, algorithm: auto, group: all, sizes: [1GiB]}
+  kind: training
+  model: {preset: llama3-8b}
+  training: {seq_len: 8192, global_batch: 64, micro_batch: 1, precision: bf16}
+  parallelism: {tp: 8, pp: 4, dp: 2, data_parallel: ddp}
+  schedule: {kind: 1f1b}
 )";
 }
 
