@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--set", run.overrides, "Override a scenario key: --set cluster.nodes=4 (repeatable)");
   run_cmd->add_option("--seed", run.seed, "Random seed (overrides the scenario's `seed`)");
   run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
-  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
   run_cmd->add_option("--json", run.json, "Write results as JSON");
   run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in)");
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
@@ -34,6 +34,12 @@ int main(int argc, char** argv) {
 
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
 
+  app::ValidateOptions val;
+  auto* val_cmd = app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
+  val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")->check(CLI::IsMember({"megatron", "llama3", "all"}));
+  val_cmd->add_option("--json", val.json, "Write the results as JSON");
+  val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,6 +52,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return app::cmd_run(run);
     if (*topo_cmd) return app::cmd_topology(topo);
     if (*catalog_cmd) return app::cmd_catalog();
+    if (*val_cmd) return app::cmd_validate(val);
   } catch (const sim::UserError& e) {
     std::fprintf(stderr, "clustersim: error: %s\n", e.what());
     return 2;

@@ -459,3 +459,25 @@ TEST(ChromeTraceWriter, IgnoresRecordsAfterFinish) {
 }
 
 }  // namespace
+
+namespace traces {
+namespace {
+
+TEST(ChromeTraceFormat, DurationNeverOvershootsTheEndInFloatingPoint) {
+  // 1000.003 us + 0.003 us: in binary floating point 1000.003 + 0.003 > 1000.006 (checked by hand
+  // in Python), so a viewer would see this slice overlap one starting at 1000.006 us. The writer
+  // then gives 0.0029 us; in the common case the plain three-decimal value.
+  std::string out;
+  append_dur_us(out, 1000003, 1000006);
+  EXPECT_EQ(out, "0.0029");
+  EXPECT_LE(1000.003 + 0.0029, 1000.006);
+  out.clear();
+  append_dur_us(out, 1000000, 1002500);  // 1000 + 2.5 is exact
+  EXPECT_EQ(out, "2.5");
+  out.clear();
+  append_dur_us(out, 5, 5);
+  EXPECT_EQ(out, "0");
+}
+
+}  // namespace
+}  // namespace traces

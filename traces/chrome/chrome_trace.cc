@@ -118,6 +118,28 @@ void append_json_number(std::string& out, double v) {
   out.append(buf, res.ptr);
 }
 
+void append_dur_us(std::string& out, int64_t start_ns, int64_t end_ns) {
+  // Viewers add ts + dur in binary floating point. A slice that ends exactly where the next one on
+  // its lane starts can then seem to end one ulp later, and DevTools drops the "overlapping"
+  // neighbour. When the sum of the parsed values would overshoot the parsed end, write the
+  // duration 0.1 ns shorter (a fourth decimal): invisible, and still exact to the nanosecond.
+  int64_t dur_ns = end_ns - start_ns;
+  double ts = static_cast<double>(start_ns) / 1000.0;
+  double dur = static_cast<double>(dur_ns) / 1000.0;
+  double end = static_cast<double>(end_ns) / 1000.0;
+  if (dur_ns > 0 && ts + dur > end) {
+    // (dur_ns - 0.1) ns in microseconds with four decimals: dur_ns * 10 - 1 tenths of a ns.
+    int64_t tenths = dur_ns * 10 - 1;
+    std::string digits = std::to_string(tenths);
+    if (digits.size() < 5) digits.insert(0, 5 - digits.size(), '0');
+    out += digits.substr(0, digits.size() - 4);
+    out += '.';
+    out += digits.substr(digits.size() - 4);
+    return;
+  }
+  append_us_from_ns(out, dur_ns);
+}
+
 void append_us_from_ns(std::string& out, int64_t ns) {
   // Unsigned magnitude so that INT64_MIN does not overflow on negation.
   uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
@@ -319,7 +341,7 @@ void ChromeTraceWriter::on_span(const sim::SpanRecord& r, const sim::NameTable& 
   buf_ += ",\"ts\":";
   append_us_from_ns(buf_, r.start.count_ns());
   buf_ += ",\"dur\":";
-  append_us_from_ns(buf_, (r.end - r.start).count_ns());
+  append_dur_us(buf_, r.start.count_ns(), r.end.count_ns());
   bool any_arg = false;
   for (size_t i = 0; i < r.args.size(); ++i) {
     const sim::SpanArg& a = r.args[i];

@@ -130,5 +130,8 @@ void append_json_number(std::string& out, double v);
 // Appends ns nanoseconds as exact decimal microseconds, trailing zeros trimmed: 1234567 -> 1234.567,
 // 1500 -> 1.5, 2000 -> 2, -1 -> -0.001.
 void append_us_from_ns(std::string& out, int64_t ns);
+// The duration end - start in microseconds such that a viewer's floating-point ts + dur never
+// passes the parsed end (see the .cc for why): exact to the nanosecond.
+void append_dur_us(std::string& out, int64_t start_ns, int64_t end_ns);
 
 }  // namespace traces
