@@ -115,6 +115,31 @@ void expect_one_error_line(const CliResult& r) {
   EXPECT_EQ(r.err.rfind("clustersim: error: ", 0), 0u) << r.err;
 }
 
+// Two DGX H100 nodes running nccl-tests style collectives; the tests below work out values of its
+// first case by hand, so it lives here rather than depending on an example or the built-in default.
+const char* const kTwoNodeCollectives =
+    "name: two-dgx-h100-collectives\n"
+    "seed: 1\n"
+    "cluster:\n"
+    "  gpu: h100-sxm\n"
+    "  nodes: 2\n"
+    "  gpus_per_node: 8\n"
+    "  scale_up: {kind: nvswitch}\n"
+    "  scale_out:\n"
+    "    kind: fat-tree\n"
+    "    nic_bandwidth: 400Gbps\n"
+    "    rails: 8\n"
+    "    tiers:\n"
+    "      - {name: leaf, nodes: 2}\n"
+    "      - {name: spine, leafs: 1}\n"
+    "workload:\n"
+    "  kind: collectives\n"
+    "  iterations: 5\n"
+    "  warmup: 1\n"
+    "  tests:\n"
+    "    - {op: all-reduce, algorithm: ring, group: node, sizes: [1MiB, 64MiB]}\n"
+    "    - {op: all-reduce, algorithm: ring, group: all, sizes: [1MiB, 64MiB]}\n";
+
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,22 +315,28 @@ TEST_F(CliDeterminism, SameRunSameBytes) {
 }
 
 TEST_F(CliDeterminism, SeedFlag) {
-  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json"}).status, 0);
-  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "b.json", "--seed", "7"}).status, 0);
+  write_text(file("s.yaml"), kTwoNodeCollectives);
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json", "s.yaml"}).status, 0);
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "b.json", "--seed", "7", "s.yaml"}).status, 0);
   json a = read_json("a.json"), b = read_json("b.json");
-  EXPECT_EQ(a["seed"], 1);  // the default scenario says seed: 1
+  EXPECT_EQ(a["seed"], 1);  // the scenario says seed: 1
   EXPECT_EQ(b["seed"], 7);
   EXPECT_EQ(b["run"]["seed"], 7);
+  // The built-in default scenario reports its seed the same way.
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "c.json", "--seed", "9"}).status, 0);
+  EXPECT_EQ(read_json("c.json")["seed"], 9);
 }
 
 // ---------------------------------------------------------------------------------------------
 // --resolved writes a scenario that reproduces the run.
 
 TEST_F(CliResolved, RerunsToSameJson) {
-  // The default (also with --seed, which must land in the resolved file) and the collective
+  // The built-in default (also with --seed, which must land in the resolved file), the two-node
+  // collectives scenario and the collective
   // examples; not every example, since training scenarios can take a while and one run of each
   // is in CliScenarios already.
-  std::vector<std::vector<std::string>> cases = {{}, {"--seed", "42"}};
+  write_text(file("s.yaml"), kTwoNodeCollectives);
+  std::vector<std::vector<std::string>> cases = {{}, {"--seed", "42"}, {file("s.yaml").string()}};
   for (const char* s : {"dgx-h100-collectives.yaml", "h100-128node-rail-collectives.yaml",
                         "llama3-16k-h100-collectives.yaml", "tpu-v5p-8x8x8-collectives.yaml"})
     cases.push_back({(kSourceDir / "workloads/scenarios" / s).string()});
@@ -325,7 +356,8 @@ TEST_F(CliResolved, RerunsToSameJson) {
 // The Chrome trace.
 
 TEST_F(CliTrace, StructureAndUnits) {
-  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json", "--trace", "t.json"}).status, 0);
+  write_text(file("s.yaml"), kTwoNodeCollectives);
+  ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "a.json", "--trace", "t.json", "s.yaml"}).status, 0);
   json res = read_json("a.json");
   json tr = read_json("t.json");
   ASSERT_TRUE(tr.contains("traceEvents"));
@@ -343,12 +375,12 @@ TEST_F(CliTrace, StructureAndUnits) {
       spans.push_back(e);
     }
   }
-  // The default scenario has 16 GPUs; the trace holds the first 16 ranks by default.
+  // The scenario has 16 GPUs; the trace holds the first 16 ranks by default.
   EXPECT_EQ(process_names.size(), 16u);
   EXPECT_EQ(process_names[0], "rank 0 (node 0)");
   ASSERT_FALSE(spans.empty());
 
-  // The first case of the default scenario: ring all-reduce of 1 MiB on the 8 GPUs of node 0,
+  // The scenario's first case: ring all-reduce of 1 MiB on the 8 GPUs of node 0,
   // 1 warm-up and 5 timed iterations. Worked out by hand: a ring of n = 8 runs 2(n-1) = 14 steps,
   // each paying 1 us of step overhead plus two 0.25 us NVSwitch hops; it moves 2(n-1)/n x 1 MiB =
   // 1,835,008 bytes per GPU over 450 GB/s x 0.82 (default scale-up efficiency) = 369 GB/s:
