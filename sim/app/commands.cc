@@ -18,6 +18,7 @@
 #include "topology/cluster_resources.h"
 #include "traces/chrome/chrome_trace.h"
 #include "workloads/collectives/benchmark.h"
+#include "workloads/diloco/diloco.h"
 #include "workloads/model/transformer.h"
 #include "workloads/training/step.h"
 #include "workloads/training/training_config.h"
@@ -43,6 +44,7 @@ struct Scenario {
   std::string workload_kind;
   wl::CollectiveBenchConfig collectives;
   wl::TrainingSettings training;
+  wl::DilocoSettings diloco;
   std::string trace;
   std::vector<uint32_t> trace_ranks;
 };
@@ -65,9 +67,11 @@ Scenario bind_scenario(const std::string& path, const std::vector<std::string>& 
   sc.topology = std::make_unique<topo::Topology>(topo::build_cluster_checked(sc.cluster, cluster));
   if (with_workload) {
     auto w = root.child("workload");
-    sc.workload_kind = w.get_enum("kind", {"collectives", "training"});
+    sc.workload_kind = w.get_enum("kind", {"collectives", "training", "diloco"});
     if (sc.workload_kind == "collectives")
       sc.collectives = wl::bind_collective_benchmark(w, *sc.topology);
+    else if (sc.workload_kind == "diloco")
+      sc.diloco = wl::bind_diloco(w, sc.cluster.gpu, sc.topology->num_gpus());
     else
       sc.training = wl::bind_training(w, sc.cluster.gpu, sc.topology->num_gpus());
     if (auto out = root.find("output")) {
@@ -228,6 +232,60 @@ void add_training_json(nlohmann::ordered_json& out, const wl::TrainingSettings& 
   out["workload"] = w;
 }
 
+// kind: diloco -- one island's step (printed like kind: training), then the outer rounds.
+void run_diloco_workload(topo::ClusterResources& res, const wl::DilocoSettings& ds, bool quiet,
+                         nlohmann::ordered_json& j) {
+  auto r = wl::run_diloco(res, ds);
+  if (!quiet) {
+    print_training(ds.island, r.step);
+    std::printf("\n%s", wl::format_diloco_summary(ds, r).c_str());
+  }
+  add_training_json(j, ds.island, r.step);  // the island's inner step, as for kind: training
+  auto timeline = [](const wl::DilocoTimeline& t) {
+    nlohmann::ordered_json o;
+    o["total_time_s"] = t.total_time_s;
+    o["compute_utilization"] = t.utilization;
+    o["wait_share"] = t.wait_share;
+    o["outer_sync_time_s"] = t.outer_sync_time_s;
+    o["fragment_sync_time_s"] = t.fragment_sync_time_s;
+    o["drain_time_s"] = t.drain_time_s;
+    o["syncs"] = t.syncs;
+    o["syncs_in_flight_at_end"] = t.syncs_in_flight_at_end;
+    o["wan_up_bytes"] = t.wan_up_bytes;
+    o["events"] = t.events;
+    return o;
+  };
+  const auto& c = ds.config;
+  nlohmann::ordered_json d;
+  d["islands"] = c.islands;
+  d["inner_steps"] = c.inner_steps;
+  d["outer_steps"] = c.outer_steps;
+  d["identical_islands"] = true;  // one island step simulated, used for every island
+  d["inner_step_time_s"] = r.step.step_time_s;
+  d["params"] = r.params;
+  d["sync_bytes"] = r.sync_bytes;
+  d["precision"] = c.sync.precision;
+  d["bandwidth_Bps"] = c.sync.bandwidth_Bps;
+  d["latency_s"] = c.sync.latency.seconds();
+  d["algorithm"] = c.sync.algorithm == wl::OuterAlgorithm::kRing ? "ring" : "tree";
+  d["fragments"] = c.sync.fragments;
+  d["overlap_steps"] = c.sync.overlap_steps;
+  d["outer_sync_time_s"] = r.diloco.outer_sync_time_s;
+  d["idle_wan_sync_time_s"] = r.idle_sync_s;
+  d["appendix_a_bound_s"] = r.appendix_a_bound_s;
+  d["compute_utilization"] = r.diloco.utilization;
+  d["wait_share"] = r.diloco.wait_share;
+  d["total_time_s"] = r.diloco.total_time_s;
+  d["tokens_per_s"] = r.tokens_per_s;
+  d["timeline"] = timeline(r.diloco);
+  nlohmann::ordered_json dp = timeline(r.data_parallel);
+  dp["inner_steps_simulated"] = r.data_parallel_steps;
+  dp["tokens_per_s"] = r.data_parallel_tokens_per_s;
+  d["data_parallel"] = dp;
+  d["assumptions"] = "identical islands; intra-island gathering to the gateway hidden; outer optimizer step free";
+  j["diloco"] = d;
+}
+
 }  // namespace
 
 const char* default_scenario_yaml() {
@@ -302,6 +360,8 @@ int cmd_run(const RunOptions& opt) {
     auto r = wl::run_training_step(res, sc.training, ranks);
     if (!opt.quiet) print_training(sc.training, r);
     add_training_json(j, sc.training, r);
+  } else if (sc.workload_kind == "diloco") {
+    run_diloco_workload(res, sc.diloco, opt.quiet, j);
   } else {
     auto results = wl::run_collective_benchmark(res, sc.collectives);
     if (!opt.quiet) print_collectives(sc.collectives, results);
