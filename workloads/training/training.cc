@@ -128,20 +128,29 @@ CollectiveOp to_coll(CollectiveKind k) {
   return CollectiveOp::kAllReduce;
 }
 
-// Ops run in `ops` order; a communication op whose after_op matches follows that op.
+// Ops run in `ops` order; a communication op whose after_op matches follows that op. A compute
+// piece is named by the pass and the model ops it covers: "fwd attn_norm..attn_out_proj".
 Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass pass, PassPart part,
                    const Coster& coster, const std::string& label, bool with_comm) {
   Recipe r;
   Piece cur;
-  cur.name = label;
+  std::string first, last;
+  auto flush = [&] {
+    if (!cur.cost.empty()) {
+      cur.name = label + " " + first + (last != first ? ".." + last : "");
+      r.push_back(cur);
+    }
+    cur = Piece{};
+    first.clear();
+  };
   for (const OpCost& o : ops) {
     add_cost(cur.cost, coster.op(o, part));
+    if (first.empty()) first = o.name;
+    last = o.name;
     if (!with_comm) continue;
     for (const CommOp& c : comm.ops) {
       if (c.pass != pass || c.after_op != o.name) continue;
-      if (!cur.cost.empty()) r.push_back(cur);
-      cur = Piece{};
-      cur.name = label;
+      flush();
       Piece cp;
       cp.comm = true;
       cp.spec = CommSpec{c.group == CommGroup::kTp ? Dim::kTp : Dim::kCp, to_coll(c.kind), c.bytes, c.name};
@@ -149,7 +158,7 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
       r.push_back(cp);
     }
   }
-  if (!cur.cost.empty()) r.push_back(cur);
+  flush();
   return r;
 }
 
@@ -167,11 +176,12 @@ PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& c
                               const std::string& what) {
   PassRecipes p;
   auto rev = reversed(ops);
-  p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd " + what, true);
-  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute " + what, true);
-  p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd " + what, true);
-  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input " + what, true);
-  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight " + what, false);
+  (void)what;
+  p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true);
+  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true);
+  p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true);
+  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true);
+  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false);
   return p;
 }
 
@@ -295,11 +305,12 @@ class StageBuilder {
         if (!has(pc.spec.dim)) continue;
         std::vector<uint32_t> deps = frontier_;
         if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
-        uint32_t c = add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes, pc.name + suffix, mb, layer, deps);
+        uint32_t c =
+            add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes, pc.name + suffix + mb_suffix(mb), mb, layer, deps);
         frontier_.clear();
         frontier_.push_back(c);
       } else {
-        uint32_t c = add_compute(pc.cost, pc.name + suffix, cat, mb, layer);
+        uint32_t c = add_compute(pc.cost, pc.name + suffix + mb_suffix(mb), cat, mb, layer);
         if (first < 0) first = c;
       }
     }
@@ -307,6 +318,7 @@ class StageBuilder {
   }
 
   std::string layer_suffix(int64_t l) const { return " L" + std::to_string(l); }
+  static std::string mb_suffix(int32_t mb) { return mb >= 0 ? " mb" + std::to_string(mb) : ""; }
 
   void forward(int32_t mb, int32_t chunk) {
     int32_t g = global(chunk);
@@ -498,7 +510,7 @@ class StageBuilder {
 
   // --- pipeline messages ------------------------------------------------------------------------
 
-  void recv(int8_t peer, uint32_t message, int32_t mb, const char* what) {
+  void recv(int8_t peer, uint32_t message, int32_t mb, const std::string& what) {
     Op op;
     op.kind = OpKind::kRecv;
     op.stream = Stream::kPpRecv;
@@ -506,12 +518,12 @@ class StageBuilder {
     op.dim = Dim::kPp;
     op.peer = peer;
     op.message = message;
-    op.name = p_.intern(what);
+    op.name = p_.intern(what + mb_suffix(mb));
     op.micro_batch = mb;
     frontier_.push_back(p_.add(op));
   }
 
-  void send(int8_t peer, uint32_t message, const char* what, int32_t mb) {
+  void send(int8_t peer, uint32_t message, const std::string& what, int32_t mb) {
     Op op;
     op.kind = OpKind::kSend;
     op.stream = Stream::kPpSend;
@@ -520,7 +532,7 @@ class StageBuilder {
     op.peer = peer;
     op.message = message;
     op.bytes = pp_bytes_;
-    op.name = p_.intern(what);
+    op.name = p_.intern(what + mb_suffix(mb));
     op.micro_batch = mb;
     std::vector<uint32_t> deps = frontier_;
     if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
