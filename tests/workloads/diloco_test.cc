@@ -3,6 +3,8 @@
 // H T / (H T + sync), Streaming DiLoCo hiding (or not) its fragment syncs, byte conservation on the
 // WAN links, the Table 6 row for Llama 3 405B, strict binding errors and one end-to-end run.
 // Every expected value is worked out by hand in the comment next to it.
+#include "workloads/diloco/diloco.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,6 @@
 #include "sim/error.h"
 #include "sim/simulation.h"
 #include "topology/cluster_config.h"
-#include "workloads/diloco/diloco.h"
 #include "workloads/model/transformer.h"
 
 namespace wl {
@@ -194,8 +195,10 @@ TEST(DiLoCoPublished, Table6Llama405BRowAtNinetyPercent) {
   const double bytes = 2 * n;
   double w = ring_bandwidth_for_utilization(2, 100, 26.0, bytes, 0.01, 0.9);
   double gbit = w * 8 / 1e9;
-  std::printf("[ Table 6 ] Llama 3 405B, T = 26 s, H = 100, 90%% CU: ours %.1f Gbit/s per island "
-              "(bf16, M = 2, ring, blocking), published 16.0\n", gbit);
+  std::printf(
+      "[ Table 6 ] Llama 3 405B, T = 26 s, H = 100, 90%% CU: ours %.1f Gbit/s per island "
+      "(bf16, M = 2, ring, blocking), published 16.0\n",
+      gbit);
   for (int64_t m : {4, 8}) {
     double wm = ring_bandwidth_for_utilization(m, 100, 26.0, bytes, 0.01, 0.9);
     std::printf("[ Table 6 ]   same with M = %lld: %.1f Gbit/s; fp32: %.1f Gbit/s\n", static_cast<long long>(m),
@@ -286,8 +289,8 @@ TEST(DiLoCoConfig, ErrorsNameLocationAndKey) {
       {"workload.outer_sync.bandwidth=0Gbps", "workload.outer_sync.bandwidth", "must be > 0"},
       {"workload.outer_sync.streaming={fragments: 0}", "workload.outer_sync.streaming.fragments", "between 1 and"},
       {"workload.outer_sync.streaming={fragments: 5}", "workload.outer_sync.streaming.fragments", "4 layers"},
-      {"workload.outer_sync.streaming={fragments: 4, overlap_steps: 5}",
-       "workload.outer_sync.streaming.overlap_steps", "must be < inner_steps / fragments"},
+      {"workload.outer_sync.streaming={fragments: 4, overlap_steps: 5}", "workload.outer_sync.streaming.overlap_steps",
+       "must be < inner_steps / fragments"},
       {"workload.outer_sync.algorithm=butterfly", "workload.outer_sync.algorithm", "ring"},
   };
   for (const auto& c : cases) {

@@ -13,6 +13,8 @@
 //       latency: 10ms         # one-way (default 0s)
 //       algorithm: ring       # ring | tree (default ring)
 //       streaming: {fragments: 4, overlap_steps: 1}   # optional; fragments <= layers
+#include "workloads/diloco/diloco.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,7 +24,6 @@
 #include "sim/error.h"
 #include "sim/simulation.h"
 #include "sim/units.h"
-#include "workloads/diloco/diloco.h"
 #include "workloads/model/transformer.h"
 
 namespace wl {
@@ -60,17 +61,20 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
   sc.bandwidth_Bps = o.get_bandwidth("bandwidth");
   if (!(sc.bandwidth_Bps > 0)) o.child("bandwidth").fail("the inter-island bandwidth must be > 0");
   sc.latency = o.get_duration("latency", sim::Time::zero());
-  sc.algorithm = o.get_enum("algorithm", {"ring", "tree"}, "ring") == "ring" ? OuterAlgorithm::kRing : OuterAlgorithm::kTree;
+  sc.algorithm =
+      o.get_enum("algorithm", {"ring", "tree"}, "ring") == "ring" ? OuterAlgorithm::kRing : OuterAlgorithm::kTree;
   if (auto st = o.find("streaming")) {
     sc.streaming = true;
     sc.fragments = st->get_int("fragments");
     const int64_t layers = s.island.job.model.layers;
     if (sc.fragments < 1 || sc.fragments > layers)
-      st->child("fragments").fail("must be between 1 and the model's " + std::to_string(layers) +
-                                  " layers (a fragment is a group of whole layers), got " + std::to_string(sc.fragments));
+      st->child("fragments")
+          .fail("must be between 1 and the model's " + std::to_string(layers) +
+                " layers (a fragment is a group of whole layers), got " + std::to_string(sc.fragments));
     if (sc.fragments > c.inner_steps)
-      st->child("fragments").fail("must be <= inner_steps (" + std::to_string(c.inner_steps) +
-                                  "): each fragment is sent after its own inner step, got " + std::to_string(sc.fragments));
+      st->child("fragments")
+          .fail("must be <= inner_steps (" + std::to_string(c.inner_steps) +
+                "): each fragment is sent after its own inner step, got " + std::to_string(sc.fragments));
     sc.overlap_steps = st->get_int("overlap_steps", 0);
     if (sc.overlap_steps < 0) st->child("overlap_steps").fail("must be >= 0, got " + std::to_string(sc.overlap_steps));
     // Streaming DiLoCo sends a fragment every H/F steps; overlapping past the next one would let a
@@ -99,8 +103,8 @@ DilocoResult run_diloco(topo::ClusterResources& res, const DilocoSettings& s) {
   const uint64_t seed = res.simulation().seed();
   r.diloco = simulate_diloco_timeline(c, steps, r.sync_bytes, seed);
   const double islands = static_cast<double>(c.islands);
-  r.tokens_per_s = islands * r.step.tokens_per_step * static_cast<double>(c.inner_steps * c.outer_steps) /
-                   r.diloco.total_time_s;
+  r.tokens_per_s =
+      islands * r.step.tokens_per_step * static_cast<double>(c.inner_steps * c.outer_steps) / r.diloco.total_time_s;
 
   DilocoConfig dp = c;
   dp.inner_steps = 1;
@@ -125,9 +129,9 @@ std::string format_diloco_summary(const DilocoSettings& s, const DilocoResult& r
     for (double x : v) t += x;
     return v.empty() ? 0.0 : t / static_cast<double>(v.size());
   };
-  line("DiLoCo: " + std::to_string(c.islands) + " islands x " + std::to_string(job.world()) + " GPUs, H = " +
-       std::to_string(c.inner_steps) + " inner steps per outer round, " + std::to_string(c.outer_steps) +
-       " outer round(s) simulated");
+  line("DiLoCo: " + std::to_string(c.islands) + " islands x " + std::to_string(job.world()) +
+       " GPUs, H = " + std::to_string(c.inner_steps) + " inner steps per outer round, " +
+       std::to_string(c.outer_steps) + " outer round(s) simulated");
   line("  islands are identical: ONE island step was simulated on the island cluster and stands for all");
   line("  inner step T       " + fmt("%10.4f s", r.step.step_time_s) + "   (" + fmt("%.0f", r.step.tokens_per_step) +
        " tokens per island per step, MFU " + fmt("%.1f %%", r.step.mfu * 100) + ")");

@@ -37,9 +37,9 @@ namespace wl {
 enum class OuterAlgorithm { kRing, kTree };
 
 struct OuterSyncConfig {
-  std::string precision = "bf16";  // pseudo-gradient element type: fp32 | bf16 | fp8
-  double bytes_per_param = 2.0;    // 4 / 2 / 1
-  double bandwidth_Bps = 50e9;     // inter-island link, per island, per direction
+  std::string precision = "bf16";         // pseudo-gradient element type: fp32 | bf16 | fp8
+  double bytes_per_param = 2.0;           // 4 / 2 / 1
+  double bandwidth_Bps = 50e9;            // inter-island link, per island, per direction
   sim::Time latency = sim::Time::zero();  // one-way, paid once per algorithm step
   OuterAlgorithm algorithm = OuterAlgorithm::kRing;
   int64_t fragments = 1;      // Streaming DiLoCo fragments F (1 = plain DiLoCo)
@@ -56,16 +56,16 @@ struct DilocoConfig {
 
 // What one timeline run measured. Per-island vectors have `islands` entries.
 struct DilocoTimeline {
-  std::vector<double> compute_s;    // time spent in inner steps
-  std::vector<double> wait_s;       // time blocked on outer syncs (incl. waiting for slower islands)
-  std::vector<double> elapsed_s;    // until the island may begin the first step after the last round
-  std::vector<double> utilization;  // compute_s / elapsed_s
-  double total_time_s = 0;          // max of elapsed_s
-  double drain_time_s = 0;          // when the last sync finished (>= total when streaming overlaps)
-  double wait_share = 0;            // mean over islands of wait_s / elapsed_s
-  double outer_sync_time_s = 0;     // mean per round of the summed fragment sync durations
-  double fragment_sync_time_s = 0;  // mean duration of one fragment's sync (last arrival to done)
-  int64_t syncs = 0;                // fragment all-reduces simulated
+  std::vector<double> compute_s;       // time spent in inner steps
+  std::vector<double> wait_s;          // time blocked on outer syncs (incl. waiting for slower islands)
+  std::vector<double> elapsed_s;       // until the island may begin the first step after the last round
+  std::vector<double> utilization;     // compute_s / elapsed_s
+  double total_time_s = 0;             // max of elapsed_s
+  double drain_time_s = 0;             // when the last sync finished (>= total when streaming overlaps)
+  double wait_share = 0;               // mean over islands of wait_s / elapsed_s
+  double outer_sync_time_s = 0;        // mean per round of the summed fragment sync durations
+  double fragment_sync_time_s = 0;     // mean duration of one fragment's sync (last arrival to done)
+  int64_t syncs = 0;                   // fragment all-reduces simulated
   int64_t syncs_in_flight_at_end = 0;  // not needed before total_time_s (streaming overlap)
   std::vector<double> wan_up_bytes;    // bytes each island sent over its up link, all syncs
   std::vector<double> wan_down_bytes;  // bytes each island received
@@ -101,15 +101,15 @@ struct DilocoSettings {
 DilocoSettings bind_diloco(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus);
 
 struct DilocoResult {
-  StepResult step;           // one island's inner step, simulated on the island cluster
-  double params = 0;         // N, count_params(model).total
-  double sync_bytes = 0;     // N x bytes_per_param
-  double idle_sync_s = 0;    // ring closed form for the full model on an idle WAN (ring only)
+  StepResult step;         // one island's inner step, simulated on the island cluster
+  double params = 0;       // N, count_params(model).total
+  double sync_bytes = 0;   // N x bytes_per_param
+  double idle_sync_s = 0;  // ring closed form for the full model on an idle WAN (ring only)
   double appendix_a_bound_s = 0;
   DilocoTimeline diloco;
   DilocoTimeline data_parallel;  // H = 1, one fragment, blocking: gradient all-reduce every step
   int64_t data_parallel_steps = 0;
-  double tokens_per_s = 0;       // all islands
+  double tokens_per_s = 0;  // all islands
   double data_parallel_tokens_per_s = 0;
 };
 

@@ -282,8 +282,8 @@ DilocoTimeline simulate_diloco_timeline(const DilocoConfig& config, std::span<co
                                         double sync_bytes, uint64_t seed) {
   SIM_ASSERT(config.islands >= 2 && config.inner_steps >= 1 && config.outer_steps >= 1, "bad DiLoCo config");
   SIM_ASSERT(config.sync.fragments >= 1 && config.sync.fragments <= config.inner_steps, "bad fragment count");
-  SIM_ASSERT(config.sync.overlap_steps >= 0 &&
-                 (config.sync.overlap_steps == 0 || config.sync.overlap_steps * config.sync.fragments < config.inner_steps),
+  SIM_ASSERT(config.sync.overlap_steps >= 0 && (config.sync.overlap_steps == 0 ||
+                                                config.sync.overlap_steps * config.sync.fragments < config.inner_steps),
              "overlap_steps must be < inner_steps / fragments");
   SIM_ASSERT(static_cast<int64_t>(step_time_s.size()) == config.islands, "one step time per island");
   SIM_ASSERT(config.sync.bandwidth_Bps > 0, "bandwidth must be > 0");
