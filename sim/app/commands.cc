@@ -37,16 +37,16 @@ void write_file(const std::string& path, const std::string& text) {
 // Everything bound from one scenario before anything is simulated.
 struct Scenario {
   sim::ConfigDoc doc;
-  std::string name;
+  std::string name{};
   uint64_t seed = 1;
-  topo::ClusterConfig cluster;
-  std::unique_ptr<topo::Topology> topology;
-  std::string workload_kind;
-  wl::CollectiveBenchConfig collectives;
-  wl::TrainingSettings training;
-  wl::DilocoSettings diloco;
-  std::string trace;
-  std::vector<uint32_t> trace_ranks;
+  topo::ClusterConfig cluster{};
+  std::unique_ptr<topo::Topology> topology{};
+  std::string workload_kind{};
+  wl::CollectiveBenchConfig collectives{};
+  wl::TrainingSettings training{};
+  wl::DilocoSettings diloco{};
+  std::string trace{};
+  std::vector<uint32_t> trace_ranks{};
 };
 
 sim::ConfigDoc load_doc(const std::string& path, const std::vector<std::string>& overrides) {
