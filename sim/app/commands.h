@@ -27,9 +27,17 @@ struct TopologyOptions {
   std::string dot;
 };
 
+struct ValidateOptions {
+  std::string rows = "all";  // megatron | llama3 | all
+  std::string json;
+  int threads = 2;
+};
+
 int cmd_run(const RunOptions& opt);
 int cmd_topology(const TopologyOptions& opt);
 int cmd_catalog();
+// Predicted vs published throughput (sim/app/validate.cc); 1 when a row is outside tolerance.
+int cmd_validate(const ValidateOptions& opt);
 
 // The scenario `clustersim run` uses when given no file.
 const char* default_scenario_yaml();

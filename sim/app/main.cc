@@ -35,10 +35,12 @@ int main(int argc, char** argv) {
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
 
   app::ValidateOptions val;
-  auto* val_cmd = app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
-  val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")->check(CLI::IsMember({"megatron", "llama3", "all"}));
+  auto* val_cmd =
+      app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
+  val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
+      ->check(CLI::IsMember({"megatron", "llama3", "all"}));
   val_cmd->add_option("--json", val.json, "Write the results as JSON");
-  val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::PositiveNumber);
+  val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::Range(1, 256));
 
   try {
     app.parse(argc, argv);

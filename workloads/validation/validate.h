@@ -1,0 +1,68 @@
+// workloads/validation/validate.h: predicted vs published training throughput.
+//
+// For every PublishedRow, make_row_setup() builds the training job and the cluster the paper
+// describes (one rule per source, no per-row tuning: the only per-row inputs are the printed
+// columns), run_validation() simulates one step of each row in its own sim::Simulation and
+// compares the throughput with the published figure in the source's own FLOP convention:
+//   Megatron SC'21: Eq. 3 FLOPs per iteration (counts the recompute forward) / (GPUs x step time);
+//   Llama 3:        PaLM model FLOPs 6N + 12LHQT per token (StepResult::tflops_per_gpu).
+// Rows are independent, so they run on worker threads; results are stored by row index, so the
+// output does not depend on the thread count or on timing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/cluster_resources.h"
+#include "topology/topology.h"
+#include "workloads/training/step.h"
+#include "workloads/training/training_config.h"
+#include "workloads/validation/published.h"
+
+namespace wl {
+
+// A row counts as reproduced when |predicted / published - 1| <= this.
+inline constexpr double kValidationTolerance = 0.15;
+
+// Everything one simulated row needs, built from the row alone.
+struct RowSetup {
+  TrainingSettings training;
+  topo::ClusterSpec cluster;
+  topo::ResourceOptions resources;
+  std::string description;  // the choices the paper leaves open, for people
+  // DDP all-reduces the gradient buffer itself after the backward (one bucket = every gradient):
+  // no separate bucket memory.
+  bool in_place_gradient_all_reduce = false;
+};
+// Throws sim::ConfigError when the row is inconsistent (e.g. layers cannot be split).
+RowSetup make_row_setup(const PublishedRow& row);
+
+// One line per source describing the shared setup (hardware, schedule, assumptions).
+std::string describe_source_setup(PublishedSource source);
+
+struct RowResult {
+  PublishedRow row;
+  std::string setup;  // RowSetup::description
+  int64_t virtual_stages = 1;
+  int64_t micro_batches = 0;
+  double step_time_s = 0;
+  double predicted_tflops_per_gpu = 0;  // in the source's FLOP convention
+  double predicted_mfu = 0;             // predicted TF/GPU over the BF16 dense peak
+  double relative_error = 0;            // predicted / published - 1
+  bool within_tolerance = false;
+  StepResult step;               // the full step summary (breakdown, memory)
+  double peak_memory_bytes = 0;  // largest per-rank peak over the pipeline stages
+  bool fits() const { return peak_memory_bytes <= step.capacity_bytes; }
+  double wall_s = 0;    // wall time of this row's simulation
+  std::string failure;  // non-empty when the row could not be simulated
+};
+
+// Iteration FLOPs the source counts for one step of `row` (Eq. 3 for Megatron; PaLM model FLOPs
+// x tokens for Llama 3).
+double published_convention_flops_per_step(const PublishedRow& row);
+
+// Simulates every row (threads >= 1 workers; 0 is taken as 1). Results in the order of `rows`.
+std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads);
+
+}  // namespace wl
