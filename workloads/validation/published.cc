@@ -41,7 +41,7 @@ constexpr PublishedRow llama3(std::string_view id, int64_t gpus, int64_t cp, int
                               int64_t batch_per_dp, double tf, double mfu_pct, std::string_view note) {
   return PublishedRow{id,
                       PublishedSource::kLlama3,
-                      FlopConvention::kPalmModelFlops,
+                      FlopConvention::kCausalModelFlops,
                       "llama3-405b",
                       "h100-sxm",
                       gpus,

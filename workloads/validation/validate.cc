@@ -224,7 +224,8 @@ std::string describe_source_setup(PublishedSource source) {
     case PublishedSource::kLlama3:
       return "Llama 3 405B: H100 80GB (989 TF), 2 servers/rack, 192 racks/pod non-blocking, 1:7 above, 400 Gb/s "
              "per GPU; micro-batch 1, interleaved 1F1B v=2, ZeRO-2-style DP, first/last stage one layer fewer, "
-             "no recompute, SP; TF/GPU and MFU in PaLM model FLOPs (6N + 12LHQT); Table 4 row 3 uses DP = 8 "
+             "no recompute, SP; TF/GPU and MFU in model FLOPs with causal attention (6N + 6LHQT, see "
+             "published.h); Table 4 row 3 uses DP = 8 "
              "(PDF erratum DP = 4)";
   }
   return "";
@@ -240,6 +241,12 @@ double published_convention_flops_per_step(const PublishedRow& row) {
     case FlopConvention::kPalmModelFlops:
       return model_flops_per_token(m, row.seq_len) * static_cast<double>(row.global_batch) *
              static_cast<double>(row.seq_len);
+    case FlopConvention::kCausalModelFlops: {
+      double tokens = static_cast<double>(row.global_batch) * static_cast<double>(row.seq_len);
+      double half_attention = 6.0 * static_cast<double>(m.layers) * static_cast<double>(m.heads) *
+                              static_cast<double>(m.effective_head_dim()) * static_cast<double>(row.seq_len);
+      return (model_flops_per_token(m, row.seq_len) - half_attention) * tokens;
+    }
   }
   return 0;
 }
