@@ -67,15 +67,6 @@ void Program::add_dep(uint32_t op, uint32_t dep) {
   ++ops_[op].deps_count;
 }
 
-uint32_t Program::intern(std::string_view name) {
-  auto it = name_index_.find(std::string(name));
-  if (it != name_index_.end()) return it->second;
-  uint32_t id = static_cast<uint32_t>(names_.size());
-  names_.emplace_back(name);
-  name_index_.emplace(names_.back(), id);
-  return id;
-}
-
 void Program::finalize() {
   for (auto& v : stream_ops_) v.clear();
   for (uint32_t i = 0; i < ops_.size(); ++i) {

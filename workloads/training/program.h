@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "sim/observer.h"
 #include "workloads/collectives/collective.h"
 
 namespace wl {
@@ -70,7 +70,7 @@ class Program {
   uint32_t add(Op op, std::initializer_list<uint32_t> deps = {});
   uint32_t add(Op op, const std::vector<uint32_t>& deps);
   void add_dep(uint32_t op, uint32_t dep);  // only before finalize, for the most recent op
-  uint32_t intern(std::string_view name);
+  uint32_t intern(std::string_view name) { return names_.intern(name); }
   // Computes stream positions and checks dependencies point backwards; call once when done.
   void finalize();
 
@@ -78,7 +78,7 @@ class Program {
   const Op& op(uint32_t i) const { return ops_[i]; }
   const uint32_t* deps(const Op& o) const { return deps_.data() + o.deps_begin; }
   const std::vector<uint32_t>& stream_ops(Stream s) const { return stream_ops_[static_cast<size_t>(s)]; }
-  const std::string& name(uint32_t id) const { return names_[id]; }
+  const std::string& name(uint32_t id) const { return names_.name(id); }
   uint32_t num_messages(int8_t peer) const { return peer > 0 ? messages_next_ : messages_prev_; }
   void set_num_messages(uint32_t from_prev, uint32_t from_next) {
     messages_prev_ = from_prev;
@@ -89,8 +89,7 @@ class Program {
   std::vector<Op> ops_;
   std::vector<uint32_t> deps_;
   std::array<std::vector<uint32_t>, kNumStreams> stream_ops_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> name_index_;
+  sim::NameTable names_;
   uint32_t messages_prev_ = 0, messages_next_ = 0;
   bool finalized_ = false;
 };

@@ -257,27 +257,39 @@ PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& c
   return p;
 }
 
+// Parameters per rank of each model chunk: its layers, plus the embedding on the first chunk and
+// the final norm and head on the last.
+struct ParamSplit {
+  std::vector<int64_t> chunk_layers;
+  double layer = 0, embed = 0, head = 0;
+  double chunk(int64_t g) const {
+    auto last = static_cast<int64_t>(chunk_layers.size()) - 1;
+    return static_cast<double>(chunk_layers[static_cast<size_t>(g)]) * layer + (g == 0 ? embed : 0) +
+           (g == last ? head : 0);
+  }
+};
+
 class StageBuilder {
  public:
-  StageBuilder(const TrainingJob& job, int32_t stage, const std::vector<int64_t>& chunk_layers,
-               const PassRecipes& layer, const PassRecipes& embed, const PassRecipes& head, double layer_params,
-               double embed_params, double head_params)
+  StageBuilder(const TrainingJob& job, int32_t stage, const ParamSplit& split, const PassRecipes& layer,
+               const PassRecipes& embed, const PassRecipes& head)
       : job_(job),
         stage_(stage),
-        chunk_layers_(chunk_layers),
+        split_(split),
+        chunk_layers_(split.chunk_layers),
         layer_(layer),
         embed_(embed),
         head_(head),
-        layer_params_(layer_params),
-        embed_params_(embed_params),
-        head_params_(head_params) {
+        layer_params_(split.layer),
+        embed_params_(split.embed),
+        head_params_(split.head) {
     params_.schedule = job.schedule;
     params_.stages = static_cast<int32_t>(job.pp);
     params_.micro_batches = static_cast<int32_t>(job.micro_batches());
     params_.virtual_stages = static_cast<int32_t>(job.virtual_stages);
     chunks_total_ = static_cast<int32_t>(job.pp * job.virtual_stages);
-    first_layer_.assign(chunk_layers.size() + 1, 0);
-    for (size_t g = 0; g < chunk_layers.size(); ++g) first_layer_[g + 1] = first_layer_[g] + chunk_layers[g];
+    first_layer_.assign(chunk_layers_.size() + 1, 0);
+    for (size_t g = 0; g < chunk_layers_.size(); ++g) first_layer_[g + 1] = first_layer_[g] + chunk_layers_[g];
   }
 
   Program build(int32_t* peak_in_flight_out) {
@@ -515,9 +527,7 @@ class StageBuilder {
   void emit_zero12_param_gathers() {
     for (int32_t c = 0; c < params_.virtual_stages; ++c) {
       int32_t g = global(c);
-      double params = chunk_layers_[g] * layer_params_ + (g == 0 ? embed_params_ : 0) +
-                      (g == last_global() ? head_params_ : 0);
-      uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
+      uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(split_.chunk(g)),
                                    "all-gather params chunk " + std::to_string(c), -1, -1, {});
       zero12_gather_.push_back(ag);
     }
@@ -561,10 +571,7 @@ class StageBuilder {
 
   void optimizer() {
     double params = 0;
-    for (int32_t c = 0; c < params_.virtual_stages; ++c) {
-      int32_t g = global(c);
-      params += chunk_layers_[g] * layer_params_ + (g == 0 ? embed_params_ : 0) + (g == last_global() ? head_params_ : 0);
-    }
+    for (int32_t c = 0; c < params_.virtual_stages; ++c) params += split_.chunk(global(c));
     double shard = job_.data_parallel == DataParallel::kDdp ? params : params / static_cast<double>(job_.dp);
     Cost c;
     c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
@@ -618,6 +625,7 @@ class StageBuilder {
  private:
   const TrainingJob& job_;
   int32_t stage_;
+  const ParamSplit& split_;
   const std::vector<int64_t>& chunk_layers_;
   const PassRecipes& layer_;
   const PassRecipes& embed_;
@@ -655,10 +663,13 @@ TrainingPlan build_training(const TrainingJob& job) {
   ParamCounts pc = count_params(job.model);
   double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));
   int64_t chunks = job.pp * job.virtual_stages;
-  double embed_params = static_cast<double>(stage_params_per_rank(job.model, 0, true, false, chunks, job.tp));
-  double head_params = static_cast<double>(stage_params_per_rank(job.model, 0, false, true, chunks, job.tp));
+  ParamSplit split;
+  split.layer = layer_params;
+  split.embed = static_cast<double>(stage_params_per_rank(job.model, 0, true, false, chunks, job.tp));
+  split.head = static_cast<double>(stage_params_per_rank(job.model, 0, false, true, chunks, job.tp));
   (void)pc;
-  std::vector<int64_t> chunk_layers = split_layers(job.model.layers, chunks, job.split);
+  split.chunk_layers = split_layers(job.model.layers, chunks, job.split);
+  const std::vector<int64_t>& chunk_layers = split.chunk_layers;
 
   TrainingPlan plan;
   double pp_bytes = pp_boundary_bytes(job.model, b, s, shape, job.precision);
@@ -676,7 +687,7 @@ TrainingPlan build_training(const TrainingJob& job) {
              : job.data_parallel == DataParallel::kZero2 ? 2
                                                          : 3;
   for (int32_t st = 0; st < job.pp; ++st) {
-    StageBuilder sb(job, st, chunk_layers, layer, embed, head, layer_params, embed_params, head_params);
+    StageBuilder sb(job, st, split, layer, embed, head);
     sb.pp_bytes_ = pp_bytes;
     int32_t in_flight = 0;
     plan.programs.push_back(sb.build(&in_flight));
@@ -685,8 +696,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     bool has_head = false;
     for (int64_t c = 0; c < job.virtual_stages; ++c) {
       int64_t g = c * job.pp + st;
-      params += static_cast<double>(chunk_layers[static_cast<size_t>(g)]) * layer_params +
-                (g == 0 ? embed_params : 0) + (g == chunks - 1 ? head_params : 0);
+      params += split.chunk(g);
       layers_held += static_cast<double>(chunk_layers[static_cast<size_t>(g)]);
       has_head = has_head || g == chunks - 1;
     }
