@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/event_queue.h"
+#include "sim/lazy_radix_heap_queue.h"
 #include "sim/quaternary_heap_queue.h"
 #include "sim/radix_heap_queue.h"
 
@@ -25,8 +26,13 @@ struct QueueFactory {
 
 std::unique_ptr<EventQueue> make_quaternary() { return make_event_queue(QueueKind::kQuaternaryHeap); }
 std::unique_ptr<EventQueue> make_radix() { return make_event_queue(QueueKind::kRadixHeap); }
+std::unique_ptr<EventQueue> make_lazy_radix() { return make_event_queue(QueueKind::kLazyRadixHeap); }
 std::unique_ptr<EventQueue> make_quaternary_renumbering() { return std::make_unique<QuaternaryHeapQueue>(1024); }
 std::unique_ptr<EventQueue> make_radix_renumbering() { return std::make_unique<RadixHeapQueue>(1024); }
+std::unique_ptr<EventQueue> make_lazy_radix_renumbering() { return std::make_unique<LazyRadixHeapQueue>(1024); }
+std::unique_ptr<EventQueue> make_lazy_radix_compacting() {
+  return std::make_unique<LazyRadixHeapQueue>(LazyRadixHeapQueue::kMaxSeq, 0);
+}
 
 void PrintTo(const QueueFactory& f, std::ostream* os) { *os << f.label; }
 
@@ -295,8 +301,11 @@ TEST_P(EventQueueTest, MatchesReferenceOnRandomScripts) {
 INSTANTIATE_TEST_SUITE_P(EventQueue, EventQueueTest,
                          ::testing::Values(QueueFactory{"QuaternaryHeap", make_quaternary},
                                            QueueFactory{"RadixHeap", make_radix},
+                                           QueueFactory{"LazyRadixHeap", make_lazy_radix},
                                            QueueFactory{"QuaternaryHeapRenumbering", make_quaternary_renumbering},
-                                           QueueFactory{"RadixHeapRenumbering", make_radix_renumbering}),
+                                           QueueFactory{"RadixHeapRenumbering", make_radix_renumbering},
+                                           QueueFactory{"LazyRadixHeapRenumbering", make_lazy_radix_renumbering},
+                                           QueueFactory{"LazyRadixHeapCompacting", make_lazy_radix_compacting}),
                          [](const ::testing::TestParamInfo<QueueFactory>& info) { return std::string(info.param.label); });
 
 // Sequence numbers renumbered every few pushes, with same-time events spanning renumberings.
@@ -315,6 +324,7 @@ void check_fifo_across_renumbering() {
 
 TEST(EventQueueRenumber, QuaternaryHeapKeepsFifo) { check_fifo_across_renumbering<QuaternaryHeapQueue>(); }
 TEST(EventQueueRenumber, RadixHeapKeepsFifo) { check_fifo_across_renumbering<RadixHeapQueue>(); }
+TEST(EventQueueRenumber, LazyRadixHeapKeepsFifo) { check_fifo_across_renumbering<LazyRadixHeapQueue>(); }
 
 TEST(EventQueueFactory, DefaultIsAvailable) {
   const std::unique_ptr<EventQueue> q = make_event_queue(kDefaultQueue);
