@@ -68,6 +68,38 @@ sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double second
   return sim_.fluid().start(seconds, uses, 1.0, owner, tag);
 }
 
+void ClusterResources::enable_link_counters(std::span<const uint32_t> gpus) {
+  auto& bus = sim_.observers();
+  if (!bus.active() || gpus.empty()) return;
+  std::vector<uint8_t> traced(topo_.num_gpus(), 0);
+  for (uint32_t g : gpus)
+    if (g < traced.size()) traced[g] = 1;
+  const auto& links = topo_.links();
+  link_counters_.resize(links.size());
+  auto is_traced = [&](uint32_t v) { return v < traced.size() && traced[v]; };
+  for (size_t i = 0; i < links.size(); ++i) {
+    const Link& l = links[i];
+    if (!is_traced(l.src) && !is_traced(l.dst)) continue;
+    link_counters_[i].process = is_traced(l.src) ? l.src : l.dst;
+    link_counters_[i].name = bus.names().intern("util " + topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst));
+    sim_.fluid().watch(link_constraints_[i]);
+  }
+  sim_.fluid().set_watcher(this);
+}
+
+void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) {
+  // Link constraints were created consecutively, so a link's index is its offset from the first.
+  if (link_constraints_.empty() || c.value < link_constraints_.front().value) return;
+  uint32_t i = c.value - link_constraints_.front().value;
+  if (i >= link_counters_.size() || link_counters_[i].name == sim::kNoName) return;
+  sim::CounterRecord r;
+  r.process = link_counters_[i].process;
+  r.name = link_counters_[i].name;
+  r.time = now;
+  r.value = capacity > 0 ? load / capacity : 0.0;
+  sim_.observers().counter(r);
+}
+
 void ClusterResources::comm_begin(uint32_t gpu) {
   if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
     double held = std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);

@@ -15,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/fluid.h"
+#include "sim/observer.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
 #include "topology/topology.h"
@@ -38,7 +40,7 @@ struct ResourceOptions {
   bool watch_links = false;  // report link loads to the fluid model's watcher
 };
 
-class ClusterResources {
+class ClusterResources : public sim::ConstraintWatcher {
  public:
   ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const ResourceOptions& opt);
 
@@ -62,6 +64,12 @@ class ClusterResources {
   // Roofline time of a kernel alone on an idle GPU.
   static double roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps);
 
+  // Link utilisation counters on the observer bus: every link that starts or ends at one of
+  // `gpus` reports load / capacity (0..1) whenever its load changes, as counter "util <link>" on
+  // the process of that GPU (its rank in the trace). Call before the run.
+  void enable_link_counters(std::span<const uint32_t> gpus);
+  void on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) override;
+
   // A communication kernel starts / stops on `gpu`; nested calls are counted.
   void comm_begin(uint32_t gpu);
   void comm_end(uint32_t gpu);
@@ -75,6 +83,12 @@ class ClusterResources {
   std::vector<sim::ConstraintId> sm_;
   std::vector<sim::ConstraintId> hbm_;
   std::vector<uint32_t> comm_active_;
+  // Per link: the trace process and counter name it reports to (kNoName: not watched).
+  struct LinkCounter {
+    uint32_t process = 0;
+    uint32_t name = sim::kNoName;
+  };
+  std::vector<LinkCounter> link_counters_;
 };
 
 }  // namespace topo

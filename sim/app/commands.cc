@@ -349,6 +349,7 @@ int cmd_run(const RunOptions& opt) {
   }
 
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
+  if (trace) res.enable_link_counters(ranks);
   nlohmann::ordered_json j;
   j["scenario"] = sc.name;
   j["seed"] = sc.seed;
