@@ -244,11 +244,9 @@ struct PassRecipes {
   Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
 };
 
-PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
-                              const std::string& what) {
+PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster) {
   PassRecipes p;
   auto rev = reversed(ops);
-  (void)what;
   p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true);
   p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true);
@@ -447,7 +445,7 @@ class StageBuilder {
       int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), Category::kCompute,
                        layer_suffix(l));
       if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
-      if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, i == 0 && g != 0);
+      if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
     }
     if (g == 0) {
       fsdp_gather_whole(embed_params_, "embedding", mb);
@@ -470,7 +468,7 @@ class StageBuilder {
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
       emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
-      grad_ready(mb, chunk, l, layer_params_, grads_final, bucket, false);
+      grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
     }
     if (g == 0) {
       emit(embed_.bwd_weight, mb, -1, Category::kCompute, "");
@@ -485,8 +483,7 @@ class StageBuilder {
   double param_bytes(double params) const { return params * job_.adam.param; }
 
   // A layer's gradient is complete for this micro-batch.
-  void grad_ready(int32_t mb, int32_t chunk, int64_t layer, double params, bool grads_final, double& bucket,
-                  bool /*unused*/) {
+  void grad_ready(int32_t mb, int32_t chunk, int64_t layer, double params, bool grads_final, double& bucket) {
     if (!has(Dim::kDp) && !has(Dim::kDpOuter)) return;
     if (job_.data_parallel == DataParallel::kFsdp) {
       // ZeRO-3: reduce-scatter this layer's gradient after every micro-batch's backward.
@@ -496,7 +493,7 @@ class StageBuilder {
                                                    static_cast<int32_t>(layer), deps)
                                   : static_cast<uint32_t>(last_compute_);
       if (grads_final && has(Dim::kDpOuter))
-        last_dp_outer_ = add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / job_.dp,
+        add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / job_.dp,
                                         "all-reduce grad shard" + layer_suffix(layer), mb,
                                         static_cast<int32_t>(layer), {rs});
       return;
@@ -640,7 +637,6 @@ class StageBuilder {
   Program p_;
   std::vector<uint32_t> frontier_;
   int64_t last_compute_ = -1;
-  uint32_t last_dp_outer_ = 0;
 };
 
 }  // namespace
@@ -654,20 +650,18 @@ TrainingPlan build_training(const TrainingJob& job) {
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
   auto lcomm = layer_comm(job.model, b, s, shape, job.precision);
-  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, "layer");
+  PassRecipes layer = make_pass_recipes(lops, lcomm, coster);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
-                                        embedding_comm(job.model, b, s, shape, job.precision), coster, "embedding");
+                                        embedding_comm(job.model, b, s, shape, job.precision), coster);
   PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision),
-                                       head_comm(job.model, b, s, shape, job.precision), coster, "head");
+                                       head_comm(job.model, b, s, shape, job.precision), coster);
   // Parameters per rank: a layer, the embedding (first chunk), the final norm + head (last chunk).
-  ParamCounts pc = count_params(job.model);
   double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));
   int64_t chunks = job.pp * job.virtual_stages;
   ParamSplit split;
   split.layer = layer_params;
   split.embed = static_cast<double>(stage_params_per_rank(job.model, 0, true, false, chunks, job.tp));
   split.head = static_cast<double>(stage_params_per_rank(job.model, 0, false, true, chunks, job.tp));
-  (void)pc;
   split.chunk_layers = split_layers(job.model.layers, chunks, job.split);
   const std::vector<int64_t>& chunk_layers = split.chunk_layers;
 
