@@ -1,7 +1,7 @@
 #include "sim/event_queue.h"
 
 #include "sim/error.h"
-#include "sim/lazy_radix_heap_queue.h"
+#include "sim/radix_front_queue.h"
 #include "sim/quaternary_heap_queue.h"
 #include "sim/radix_heap_queue.h"
 
@@ -13,8 +13,8 @@ std::unique_ptr<EventQueue> make_event_queue(QueueKind kind) {
       return std::make_unique<QuaternaryHeapQueue>();
     case QueueKind::kRadixHeap:
       return std::make_unique<RadixHeapQueue>();
-    case QueueKind::kLazyRadixHeap:
-      return std::make_unique<LazyRadixHeapQueue>();
+    case QueueKind::kRadixFront:
+      return std::make_unique<RadixFrontQueue>();
   }
   SIM_ASSERT(false, "make_event_queue: unknown QueueKind");
   return nullptr;

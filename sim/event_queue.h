@@ -45,7 +45,7 @@ class EventQueue {
   virtual std::string_view name() const = 0;
 };
 
-enum class QueueKind { kQuaternaryHeap, kRadixHeap, kLazyRadixHeap };
+enum class QueueKind { kQuaternaryHeap, kRadixHeap, kRadixFront };
 // Chosen by tests/bench/bench_engine.cc: the radix heap stays flat as the pending set grows.
 inline constexpr QueueKind kDefaultQueue = QueueKind::kRadixHeap;
 

@@ -20,7 +20,7 @@
 #include "workloads/collectives/runtime.h"
 #include "workloads/training/step.h"
 #include "workloads/training/training_config.h"
-#include "sim/lazy_radix_heap_queue.h"
+#include "sim/radix_front_queue.h"
 #include "sim/quaternary_heap_queue.h"
 #include "sim/radix_heap_queue.h"
 
@@ -92,10 +92,10 @@ void BM_HoldIface(benchmark::State& state) {
 #define HOLD_SIZES ->RangeMultiplier(10)->Range(1000, 1000000)
 BENCHMARK(BM_Hold<sim::QuaternaryHeapQueue>) HOLD_SIZES;
 BENCHMARK(BM_Hold<sim::RadixHeapQueue>) HOLD_SIZES;
-BENCHMARK(BM_Hold<sim::LazyRadixHeapQueue>) HOLD_SIZES;
+BENCHMARK(BM_Hold<sim::RadixFrontQueue>) HOLD_SIZES;
 BENCHMARK(BM_HoldIface<QueueKind::kQuaternaryHeap>) HOLD_SIZES;
 BENCHMARK(BM_HoldIface<QueueKind::kRadixHeap>) HOLD_SIZES;
-BENCHMARK(BM_HoldIface<QueueKind::kLazyRadixHeap>) HOLD_SIZES;
+BENCHMARK(BM_HoldIface<QueueKind::kRadixFront>) HOLD_SIZES;
 
 // ---------------------------------------------------------------------------------------------
 // Section 2: event queue, reschedule storm.
@@ -132,7 +132,7 @@ void BM_RescheduleStorm(benchmark::State& state) {
 
 BENCHMARK(BM_RescheduleStorm<QueueKind::kQuaternaryHeap>) HOLD_SIZES;
 BENCHMARK(BM_RescheduleStorm<QueueKind::kRadixHeap>) HOLD_SIZES;
-BENCHMARK(BM_RescheduleStorm<QueueKind::kLazyRadixHeap>) HOLD_SIZES;
+BENCHMARK(BM_RescheduleStorm<QueueKind::kRadixFront>) HOLD_SIZES;
 
 
 // ---------------------------------------------------------------------------------------------

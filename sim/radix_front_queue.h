@@ -1,0 +1,165 @@
+// sim/radix_front_queue.h: EventQueue as radix-heap buckets for the far future plus a small
+// sorted front for the near future, built so that the hot path touches memory only
+// sequentially or at a few cache-resident places.
+//
+// Keys: the 128-bit pair (time, order), order = seq << kSlotBits | slot, as in
+// radix_heap_queue.h: unique, and every key pushed is above the last key popped, so FIFO order
+// among equal times is just key order.
+//
+// Layout:
+// - front_: at most about front_max_ entries, sorted in descending key order; pop takes the back.
+//   Every front entry is <= last_; a push below last_ is put in place (binary search, then a
+//   short move: near-term pushes land near the back).
+// - buckets_: every other entry, in radix-heap buckets relative to last_ (Ahuja, Mehlhorn,
+//   Orlin, Tarjan 1990): bucket by the highest kDigitBits-wide digit position where the key
+//   differs from last_ and the key's digit there. Bucket order is key order. bucket_min_ keeps
+//   each bucket's least key, so no scan is needed to find it.
+// - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries,
+//   raise last_ to its least key and spread it over lower buckets (each entry moves at least one
+//   digit position down); then take the lowest buckets whole while they fit in front_max_, sort
+//   them into the front and raise last_ to their greatest key. Any key of the lowest bucket may
+//   become last_ without moving the entries of higher buckets, which is what both steps use.
+// - Sorting the front: a stable least-significant-digit radix sort on the time offset from the
+//   least time, 8 bits per pass, as many passes as the time span needs (none when all times are
+//   equal). Stability suffices for FIFO because, in the gathered buckets, entries of equal time
+//   already appear in sequence order: they always share a bucket (the bucket of a key depends
+//   only on its time unless its time equals last_'s, and then on its order, in order), pushes
+//   append (a fresh seq is the largest), a spread moves entries in order into buckets that were
+//   empty, and removing stale entries keeps order.
+// Cancel and reschedule are lazy: each slot records its live entry's key, order and target; an
+// entry is live iff slots_[slot].order == entry.order. Reschedule gives the slot a fresh order
+// and places a new entry; cancel sets the order to kFreeOrder; the old entry goes stale where it
+// is and is dropped when it reaches the back of the front. While nothing is stale (stale_ == 0)
+// pop reads no slot at all. When stale entries outnumber live ones by more than kStaleSlack one
+// sweep removes them all (paid for by the operations that made them: O(1) amortized each).
+// The slot table is never written at pop: a popped slot is free because its key is <= popped_
+// (every pending key is above it). Slots are taken in ring order, skipping pending ones, so
+// pushes write the table sequentially; it is kept at least twice the pending count, so a lap of
+// the ring finds at least half of it free.
+// Why this shape (tests/bench/bench_engine.cc, hold model at 10^6 pending): an entry is written
+// at push, read and written once or twice by spreads, and sorted once inside the cache, where a
+// pure radix heap moves it about log_16(span) times; appends to a bucket prefetch its tail for
+// writing a few entries ahead, which turns the store misses of scattered appends (the dominant
+// cost once the buckets leave the L2 cache) into background fetches.
+// Memory: 24 bytes per entry (live or stale) + 24 per slot, at most 2 slots per pending event,
+// + vector slack. Vectors keep their capacity, so a grown queue does not allocate.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+#include "sim/event_queue.h"
+
+namespace sim {
+
+class RadixFrontQueue final : public EventQueue {
+ public:
+  static constexpr int kSlotBits = 28;  // up to 268M slots
+  // One below 2^(64 - kSlotBits), so no live order equals kFreeOrder (all ones).
+  static constexpr uint64_t kMaxSeq = (uint64_t{1} << (64 - kSlotBits)) - 1;
+  static constexpr size_t kStaleSlack = 1024;
+  // Front size: small enough that a sorted insert moves little and the sort runs in L1; large
+  // enough to amortise a refill (hold benchmark: 64 is slower, 1024 makes pushes into the front
+  // common at small pending counts).
+  static constexpr size_t kFrontMax = 256;
+
+  // seq_limit: renumber sequence numbers when they reach it; stale_slack: compact when stale
+  // entries exceed live ones by more than this; front_max: the front's size (tests lower all
+  // three to exercise renumbering, compaction and spreading with few events).
+  explicit RadixFrontQueue(uint64_t seq_limit = kMaxSeq, size_t stale_slack = kStaleSlack,
+                           size_t front_max = kFrontMax);
+
+  EventId push(Time t, EventTarget target) override;
+  void reschedule(EventId id, Time t) override;
+  void cancel(EventId id) override;
+  bool empty() const override { return size_ == 0; }
+  size_t size() const override { return size_; }
+  Time next_time() override;
+  PoppedEvent pop() override;
+  std::string_view name() const override { return "radix-front"; }
+
+  // Entries held, live or stale (tests check the bound on stale ones).
+  size_t entries() const { return size_ + stale_; }
+
+ private:
+  __extension__ using Key128 = unsigned __int128;
+  static constexpr Key128 kNone = ~Key128{0};  // above every key: no live order is all ones
+  static constexpr uint64_t kFreeOrder = ~uint64_t{0};
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+  static constexpr uint64_t kSignBit = uint64_t{1} << 63;
+  // 8-bit digits: at 10^6 pending an entry is spread about once before it reaches the front
+  // (4-bit digits: about four times).
+  static constexpr int kDigitBits = 8;
+  static constexpr int kDigitsPerWord = 64 / kDigitBits;
+  static constexpr int kBuckets = 2 * kDigitsPerWord << kDigitBits;  // 4096
+  static constexpr int kMaskWords = kBuckets / 64;
+  static_assert(kMaskWords <= 64, "one summary word indexes the mask words");
+  // Appends prefetch the bucket's tail this many entries ahead (3 cache lines).
+  static constexpr size_t kPrefetchAhead = 8;
+
+  // Read and written as three 8-byte scalars (see pack()).
+  struct Entry {
+    uint64_t key;    // time with the sign bit flipped, so unsigned order is time order
+    uint64_t order;  // seq << kSlotBits | slot
+    uint64_t target;
+  };
+  struct Slot {
+    uint64_t key;    // of the slot's live entry
+    uint64_t order;  // of the slot's live entry; kFreeOrder when never used or cancelled
+    uint64_t target;
+  };
+
+  static Key128 wide(uint64_t key, uint64_t order) { return (static_cast<Key128>(key) << 64) | order; }
+  static Key128 wide(const Entry& e) { return wide(e.key, e.order); }
+  static uint64_t key_part(Key128 w) { return static_cast<uint64_t>(w >> 64); }
+  static uint64_t order_part(Key128 w) { return static_cast<uint64_t>(w); }
+  static uint32_t slot_of(uint64_t order) { return static_cast<uint32_t>(order & kSlotMask); }
+  static uint64_t key_of(Time t) { return static_cast<uint64_t>(t.count_ns()) ^ kSignBit; }
+  static Time time_of(uint64_t key) { return Time::ns(static_cast<int64_t>(key ^ kSignBit)); }
+  // Bit copies, not shifts: the target is stored as one 8-byte word wherever it goes, and the
+  // caller's 8-byte read of PoppedEvent::target forwards from that store. (Two 4-byte stores
+  // read as 8 bytes cannot forward and would wait for the store buffer to drain.)
+  static_assert(sizeof(EventTarget) == sizeof(uint64_t));
+  static uint64_t pack(EventTarget t) { return std::bit_cast<uint64_t>(t); }
+  static EventTarget unpack(uint64_t p) { return std::bit_cast<EventTarget>(p); }
+
+  bool live(const Entry& e) const { return slots_[slot_of(e.order)].order == e.order; }
+  bool is_free(const Slot& s) const { return s.order == kFreeOrder || wide(s.key, s.order) <= popped_; }
+  uint32_t bucket_of(Key128 w) const;
+  void place(Key128 w, uint64_t target);       // into the front or a bucket
+  void insert(Key128 w, uint64_t target);      // into a bucket; only when w > last_
+  void insert_front(Key128 w, uint64_t target);
+  void mark_nonempty(int b);
+  void clear_bucket(int b);
+  int lowest_bucket() const;  // lowest non-empty bucket, -1 if none
+  void spread(int b);
+  void refill();              // only when the front is empty and something is held
+  void sort_into_front();     // gathered_ -> front_, descending
+  void settle_front();        // drops stale entries at the back until the live minimum is there
+  uint32_t take_slot();
+  uint64_t next_order(uint32_t slot);
+  void renumber();
+  void compact();
+  uint32_t live_slot(EventId id) const;
+
+  std::array<std::vector<Entry>, kBuckets> buckets_;
+  std::array<Key128, kBuckets> bucket_min_;     // least key in each bucket; kNone if empty
+  std::array<uint64_t, kMaskWords> nonempty_{};  // bit b: buckets_[b] is not empty
+  uint64_t summary_ = 0;                         // bit w: nonempty_[w] != 0
+  std::vector<Entry> front_;                     // descending; every entry <= last_
+  std::vector<Entry> gathered_, sort_tmp_, spread_tmp_;  // refill scratch, capacity kept
+  std::vector<Slot> slots_;
+  size_t cursor_ = 0;  // take_slot() looks for a free slot from here, in ring order
+  size_t size_ = 0;    // live entries
+  size_t stale_ = 0;   // stale entries still held
+  Key128 last_ = 0;    // bucket reference: every bucket entry is > it, every front entry <= it
+  Key128 popped_ = 0;  // the last key popped; every pending key is > it
+  uint64_t next_seq_ = 1;
+  uint64_t seq_limit_;
+  size_t stale_slack_;
+  size_t front_max_;
+};
+
+}  // namespace sim
