@@ -157,20 +157,26 @@ void RadixFrontQueue::settle_front() {
   }
 }
 
-// Slots are taken in ring order, skipping pending ones: the slot table is then written
-// sequentially, never at a random (cold) line. The table is kept at least twice the pending
-// count, so a lap of the ring finds at least half of it free: O(1) reads per push amortized.
+// The next free slot at or after the cursor, in ring order (see the header). The table grows by
+// doubling, always a multiple of 64 slots, so the bitmap has whole words.
 uint32_t RadixFrontQueue::take_slot() {
   if (2 * (size_ + 1) > slots_.size()) {
     const size_t n = std::max<size_t>(64, 2 * slots_.size());
     SIM_ASSERT(n <= (size_t{1} << kSlotBits), "event queue: too many pending events");
-    slots_.resize(n, Slot{0, kFreeOrder, 0});
+    slots_.resize(n, Slot{kFreeOrder, 0});
+    pending_.resize(n / 64, 0);
   }
-  for (;;) {
-    if (cursor_ == slots_.size()) cursor_ = 0;
-    const size_t at = cursor_++;
-    if (is_free(slots_[at])) return static_cast<uint32_t>(at);
+  const size_t words = pending_.size();
+  size_t w = cursor_ >> 6;
+  uint64_t free = ~pending_[w] & (~uint64_t{0} << (cursor_ & 63));
+  while (free == 0) {
+    w = w + 1 == words ? 0 : w + 1;
+    free = ~pending_[w];
   }
+  const size_t at = w * 64 + static_cast<size_t>(std::countr_zero(free));
+  pending_[w] |= uint64_t{1} << (at & 63);
+  cursor_ = at + 1 == slots_.size() ? 0 : at + 1;
+  return static_cast<uint32_t>(at);
 }
 
 uint64_t RadixFrontQueue::next_order(uint32_t slot) {
@@ -180,9 +186,8 @@ uint64_t RadixFrontQueue::next_order(uint32_t slot) {
 
 // Sequence numbers only matter relative to each other: when they run out, drop the stale
 // entries, hand out 1..n in (time, seq) order and put everything back in buckets around
-// popped_ = last_ = (last popped time, 0), which is below every pending key. Free slots are
-// marked explicitly first: a popped slot is recognised by its key being <= popped_, which the
-// new numbering would not keep.
+// popped_ = last_ = (last popped time, 0), which is below every pending key. (A free slot may
+// keep an old order that a new number repeats; no entry names it until a push rewrites it.)
 void RadixFrontQueue::renumber() {
   std::vector<Entry> all;
   all.reserve(size_);
@@ -196,8 +201,6 @@ void RadixFrontQueue::renumber() {
     clear_bucket(b);
   }
   stale_ = 0;
-  for (Slot& s : slots_)
-    if (is_free(s)) s.order = kFreeOrder;
   std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return wide(a) < wide(b); });
   popped_ = wide(key_part(popped_), 0);
   last_ = popped_;
@@ -231,7 +234,7 @@ void RadixFrontQueue::compact() {
 }
 
 uint32_t RadixFrontQueue::live_slot(EventId id) const {
-  SIM_ASSERT(id.valid() && id.value < slots_.size() && !is_free(slots_[id.value]),
+  SIM_ASSERT(id.valid() && id.value < slots_.size() && pending(id.value),
              "event queue: id does not name a pending event");
   return id.value;
 }
@@ -241,7 +244,7 @@ EventId RadixFrontQueue::push(Time t, EventTarget target) {
   SIM_ASSERT(key >= key_part(popped_), "event queue: push before the last popped time");
   const uint32_t slot = take_slot();
   const uint64_t order = next_order(slot);  // may renumber; this slot is not live yet
-  slots_[slot] = Slot{key, order, pack(target)};
+  slots_[slot] = Slot{order, pack(target)};
   place(wide(key, order), pack(target));
   ++size_;
   return EventId(slot);
@@ -253,7 +256,6 @@ void RadixFrontQueue::reschedule(EventId id, Time t) {
   SIM_ASSERT(key >= key_part(popped_), "event queue: reschedule before the last popped time");
   const uint64_t order = next_order(slot);  // may renumber, so the slot is written after
   Slot& s = slots_[slot];
-  s.key = key;
   s.order = order;
   ++stale_;
   place(wide(key, order), s.target);
@@ -263,6 +265,7 @@ void RadixFrontQueue::reschedule(EventId id, Time t) {
 void RadixFrontQueue::cancel(EventId id) {
   const uint32_t slot = live_slot(id);
   slots_[slot].order = kFreeOrder;
+  set_free(slot);
   ++stale_;
   --size_;
   if (stale_ > size_ + stale_slack_) compact();
@@ -280,6 +283,7 @@ PoppedEvent RadixFrontQueue::pop() {
   const Entry e = front_.back();
   front_.pop_back();
   popped_ = wide(e);
+  set_free(slot_of(e.order));
   --size_;
   return PoppedEvent{time_of(e.key), unpack(e.target), EventId(slot_of(e.order))};
 }

@@ -26,23 +26,25 @@
 //   only on its time unless its time equals last_'s, and then on its order, in order), pushes
 //   append (a fresh seq is the largest), a spread moves entries in order into buckets that were
 //   empty, and removing stale entries keeps order.
-// Cancel and reschedule are lazy: each slot records its live entry's key, order and target; an
+// Cancel and reschedule are lazy: each slot records its live entry's order and target; an
 // entry is live iff slots_[slot].order == entry.order. Reschedule gives the slot a fresh order
 // and places a new entry; cancel sets the order to kFreeOrder; the old entry goes stale where it
 // is and is dropped when it reaches the back of the front. While nothing is stale (stale_ == 0)
 // pop reads no slot at all. When stale entries outnumber live ones by more than kStaleSlack one
 // sweep removes them all (paid for by the operations that made them: O(1) amortized each).
-// The slot table is never written at pop: a popped slot is free because its key is <= popped_
-// (every pending key is above it). Slots are taken in ring order, skipping pending ones, so
-// pushes write the table sequentially; it is kept at least twice the pending count, so a lap of
-// the ring finds at least half of it free.
+// Slot liveness is one bit per slot (pending_), set at push and cleared at pop and cancel: the
+// bitmap is 1/192 the size of the slot table, so that random write stays in the L2 cache while
+// the slot table itself is never written at pop. Free slots are taken in ring order (the next
+// clear bit after the cursor), so pushes write the slot table sequentially instead of reusing
+// the just-popped slot, whose line is cold; the table is kept at least twice the pending count,
+// so a free bit is nearly always in the word at the cursor.
 // Why this shape (tests/bench/bench_engine.cc, hold model at 10^6 pending): an entry is written
 // at push, read and written once or twice by spreads, and sorted once inside the cache, where a
 // pure radix heap moves it about log_16(span) times; appends to a bucket prefetch its tail for
 // writing a few entries ahead, which turns the store misses of scattered appends (the dominant
 // cost once the buckets leave the L2 cache) into background fetches.
-// Memory: 24 bytes per entry (live or stale) + 24 per slot, at most 2 slots per pending event,
-// + vector slack. Vectors keep their capacity, so a grown queue does not allocate.
+// Memory: 24 bytes per entry (live or stale) + 16 bytes and 1 bit per slot, at most 2 slots per
+// pending event, + vector slack. Vectors keep their capacity, so a grown queue does not allocate.
 #pragma once
 
 #include <array>
@@ -106,7 +108,6 @@ class RadixFrontQueue final : public EventQueue {
     uint64_t target;
   };
   struct Slot {
-    uint64_t key;    // of the slot's live entry
     uint64_t order;  // of the slot's live entry; kFreeOrder when never used or cancelled
     uint64_t target;
   };
@@ -126,7 +127,8 @@ class RadixFrontQueue final : public EventQueue {
   static EventTarget unpack(uint64_t p) { return std::bit_cast<EventTarget>(p); }
 
   bool live(const Entry& e) const { return slots_[slot_of(e.order)].order == e.order; }
-  bool is_free(const Slot& s) const { return s.order == kFreeOrder || wide(s.key, s.order) <= popped_; }
+  bool pending(uint32_t slot) const { return (pending_[slot >> 6] >> (slot & 63) & 1) != 0; }
+  void set_free(uint32_t slot) { pending_[slot >> 6] &= ~(uint64_t{1} << (slot & 63)); }
   uint32_t bucket_of(Key128 w) const;
   void place(Key128 w, uint64_t target);       // into the front or a bucket
   void insert(Key128 w, uint64_t target);      // into a bucket; only when w > last_
@@ -151,7 +153,8 @@ class RadixFrontQueue final : public EventQueue {
   std::vector<Entry> front_;                     // descending; every entry <= last_
   std::vector<Entry> gathered_, sort_tmp_, spread_tmp_;  // refill scratch, capacity kept
   std::vector<Slot> slots_;
-  size_t cursor_ = 0;  // take_slot() looks for a free slot from here, in ring order
+  std::vector<uint64_t> pending_;  // bit s: slot s holds a pending event
+  size_t cursor_ = 0;              // take_slot() looks for a free slot from here, in ring order
   size_t size_ = 0;    // live entries
   size_t stale_ = 0;   // stale entries still held
   Key128 last_ = 0;    // bucket reference: every bucket entry is > it, every front entry <= it
