@@ -9,9 +9,7 @@
 namespace sim {
 
 RadixFrontQueue::RadixFrontQueue(uint64_t seq_limit, size_t stale_slack, size_t front_max)
-    : seq_limit_(std::min(seq_limit, kMaxSeq)), stale_slack_(stale_slack), front_max_(std::max<size_t>(front_max, 1)) {
-  bucket_min_.fill(kNone);
-}
+    : seq_limit_(std::min(seq_limit, kMaxSeq)), stale_slack_(stale_slack), front_max_(std::max<size_t>(front_max, 1)) {}
 
 uint32_t RadixFrontQueue::bucket_of(Key128 w) const {
   const uint64_t hi = key_part(w) ^ key_part(last_);
@@ -44,7 +42,6 @@ void RadixFrontQueue::insert(Key128 w, uint64_t target) {
   const uintptr_t tail = reinterpret_cast<uintptr_t>(v.data() + v.size());
   __builtin_prefetch(reinterpret_cast<const void*>(tail + kPrefetchAhead * sizeof(Entry)), 1);
   v.push_back(Entry{key_part(w), order_part(w), target});
-  bucket_min_[b] = w < bucket_min_[b] ? w : bucket_min_[b];
 }
 
 // The front is descending: the new entry goes after every greater key. Near-term pushes land
@@ -70,7 +67,6 @@ void RadixFrontQueue::mark_nonempty(int b) {
 
 void RadixFrontQueue::clear_bucket(int b) {
   buckets_[b].clear();
-  bucket_min_[b] = kNone;
   nonempty_[b >> 6] &= ~(uint64_t{1} << (b & 63));
   if (nonempty_[b >> 6] == 0) summary_ &= ~(uint64_t{1} << (b >> 6));
 }
@@ -85,7 +81,9 @@ int RadixFrontQueue::lowest_bucket() const {
 // relative to that (a lower one; the least entry itself goes to bucket 0). The bucket's buffer
 // is swapped out first, so the moves never write into the vector being read.
 void RadixFrontQueue::spread(int b) {
-  last_ = bucket_min_[b];
+  Key128 least = kNone;
+  for (const Entry& e : buckets_[b]) least = std::min(least, wide(e));
+  last_ = least;
   spread_tmp_.swap(buckets_[b]);
   clear_bucket(b);
   for (const Entry& e : spread_tmp_) {
@@ -222,13 +220,7 @@ void RadixFrontQueue::compact() {
     std::vector<Entry>& v = buckets_[b];
     if (v.empty()) continue;
     v.erase(std::remove_if(v.begin(), v.end(), stale), v.end());
-    if (v.empty()) {
-      clear_bucket(b);
-      continue;
-    }
-    Key128 least = kNone;
-    for (const Entry& e : v) least = std::min(least, wide(e));
-    bucket_min_[b] = least;
+    if (v.empty()) clear_bucket(b);
   }
   stale_ = 0;
 }

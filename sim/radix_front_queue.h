@@ -147,7 +147,6 @@ class RadixFrontQueue final : public EventQueue {
   uint32_t live_slot(EventId id) const;
 
   std::array<std::vector<Entry>, kBuckets> buckets_;
-  std::array<Key128, kBuckets> bucket_min_;     // least key in each bucket; kNone if empty
   std::array<uint64_t, kMaskWords> nonempty_{};  // bit b: buckets_[b] is not empty
   uint64_t summary_ = 0;                         // bit w: nonempty_[w] != 0
   std::vector<Entry> front_;                     // descending; every entry <= last_
