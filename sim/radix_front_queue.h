@@ -12,8 +12,8 @@
 //   short move: near-term pushes land near the back).
 // - buckets_: every other entry, in radix-heap buckets relative to last_ (Ahuja, Mehlhorn,
 //   Orlin, Tarjan 1990): bucket by the highest kDigitBits-wide digit position where the key
-//   differs from last_ and the key's digit there. Bucket order is key order. bucket_min_ keeps
-//   each bucket's least key, so no scan is needed to find it.
+//   differs from last_ and the key's digit there. Bucket order is key order. A bucket's least
+//   key is found by a scan only when the bucket is spread (tracking it on every insert cost more).
 // - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries,
 //   raise last_ to its least key and spread it over lower buckets (each entry moves at least one
 //   digit position down); then take the lowest buckets whole while they fit in front_max_, sort
