@@ -116,7 +116,7 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     uint64_t product = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] < 1)
-        dims_node.fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
+        dims_node.at(i).fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
                        ": every dimension must be >= 1");
       t.dims.push_back(static_cast<uint32_t>(dims[i]));
       product *= static_cast<uint64_t>(dims[i]);
