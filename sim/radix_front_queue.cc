@@ -11,19 +11,6 @@ namespace sim {
 RadixFrontQueue::RadixFrontQueue(uint64_t seq_limit, size_t stale_slack, size_t front_max)
     : seq_limit_(std::min(seq_limit, kMaxSeq)), stale_slack_(stale_slack), front_max_(std::max<size_t>(front_max, 1)) {}
 
-uint32_t RadixFrontQueue::bucket_of(Key128 w) const {
-  const uint64_t hi = key_part(w) ^ key_part(last_);
-  const uint64_t lo = order_part(w) ^ order_part(last_);
-  if ((hi | lo) == 0) return 0;
-  const bool in_time = hi != 0;
-  const uint64_t diff = in_time ? hi : lo;
-  const uint64_t word = in_time ? key_part(w) : order_part(w);
-  const uint32_t base = in_time ? (kDigitsPerWord << kDigitBits) : 0;
-  const int level = (63 - std::countl_zero(diff)) / kDigitBits;
-  const uint32_t digit = static_cast<uint32_t>(word >> (level * kDigitBits)) & ((1u << kDigitBits) - 1);
-  return base + (static_cast<uint32_t>(level) << kDigitBits) + digit;
-}
-
 void RadixFrontQueue::place(Key128 w, uint64_t target) {
   if (w < last_) {
     insert_front(w, target);
@@ -184,7 +171,7 @@ uint64_t RadixFrontQueue::next_order(uint32_t slot) {
 
 // Sequence numbers only matter relative to each other: when they run out, drop the stale
 // entries, hand out 1..n in (time, seq) order and put everything back in buckets around
-// popped_ = last_ = (last popped time, 0), which is below every pending key. (A free slot may
+// last_ = (last popped time, 0), which is below every pending key. (A free slot may
 // keep an old order that a new number repeats; no entry names it until a push rewrites it.)
 void RadixFrontQueue::renumber() {
   std::vector<Entry> all;
@@ -200,8 +187,7 @@ void RadixFrontQueue::renumber() {
   }
   stale_ = 0;
   std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return wide(a) < wide(b); });
-  popped_ = wide(key_part(popped_), 0);
-  last_ = popped_;
+  last_ = wide(popped_key_, 0);
   uint64_t seq = 1;
   for (const Entry& e : all) {
     const uint64_t order = (seq++ << kSlotBits) | slot_of(e.order);
@@ -232,8 +218,8 @@ uint32_t RadixFrontQueue::live_slot(EventId id) const {
 }
 
 EventId RadixFrontQueue::push(Time t, EventTarget target) {
-  const uint64_t key = key_of(t);
-  SIM_ASSERT(key >= key_part(popped_), "event queue: push before the last popped time");
+  const uint64_t key = radix::key_of(t);
+  SIM_ASSERT(key >= popped_key_, "event queue: push before the last popped time");
   const uint32_t slot = take_slot();
   const uint64_t order = next_order(slot);  // may renumber; this slot is not live yet
   slots_[slot] = Slot{order, pack(target)};
@@ -244,8 +230,8 @@ EventId RadixFrontQueue::push(Time t, EventTarget target) {
 
 void RadixFrontQueue::reschedule(EventId id, Time t) {
   const uint32_t slot = live_slot(id);
-  const uint64_t key = key_of(t);
-  SIM_ASSERT(key >= key_part(popped_), "event queue: reschedule before the last popped time");
+  const uint64_t key = radix::key_of(t);
+  SIM_ASSERT(key >= popped_key_, "event queue: reschedule before the last popped time");
   const uint64_t order = next_order(slot);  // may renumber, so the slot is written after
   Slot& s = slots_[slot];
   s.order = order;
@@ -266,7 +252,7 @@ void RadixFrontQueue::cancel(EventId id) {
 Time RadixFrontQueue::next_time() {
   SIM_ASSERT(size_ > 0, "event queue: next_time on an empty queue");
   settle_front();
-  return time_of(front_.back().key);
+  return radix::time_of(front_.back().key);
 }
 
 PoppedEvent RadixFrontQueue::pop() {
@@ -274,10 +260,10 @@ PoppedEvent RadixFrontQueue::pop() {
   settle_front();
   const Entry e = front_.back();
   front_.pop_back();
-  popped_ = wide(e);
+  popped_key_ = e.key;
   set_free(slot_of(e.order));
   --size_;
-  return PoppedEvent{time_of(e.key), unpack(e.target), EventId(slot_of(e.order))};
+  return PoppedEvent{radix::time_of(e.key), unpack(e.target), EventId(slot_of(e.order))};
 }
 
 }  // namespace sim

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "sim/event_queue.h"
+#include "sim/radix_key.h"
 
 namespace sim {
 
@@ -90,7 +91,6 @@ class RadixFrontQueue final : public EventQueue {
   static constexpr Key128 kNone = ~Key128{0};  // above every key: no live order is all ones
   static constexpr uint64_t kFreeOrder = ~uint64_t{0};
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
-  static constexpr uint64_t kSignBit = uint64_t{1} << 63;
   // 8-bit digits: at 10^6 pending an entry is spread about once before it reaches the front
   // (4-bit digits: about four times).
   static constexpr int kDigitBits = 8;
@@ -117,8 +117,6 @@ class RadixFrontQueue final : public EventQueue {
   static uint64_t key_part(Key128 w) { return static_cast<uint64_t>(w >> 64); }
   static uint64_t order_part(Key128 w) { return static_cast<uint64_t>(w); }
   static uint32_t slot_of(uint64_t order) { return static_cast<uint32_t>(order & kSlotMask); }
-  static uint64_t key_of(Time t) { return static_cast<uint64_t>(t.count_ns()) ^ kSignBit; }
-  static Time time_of(uint64_t key) { return Time::ns(static_cast<int64_t>(key ^ kSignBit)); }
   // Bit copies, not shifts: the target is stored as one 8-byte word wherever it goes, and the
   // caller's 8-byte read of PoppedEvent::target forwards from that store. (Two 4-byte stores
   // read as 8 bytes cannot forward and would wait for the store buffer to drain.)
@@ -129,7 +127,9 @@ class RadixFrontQueue final : public EventQueue {
   bool live(const Entry& e) const { return slots_[slot_of(e.order)].order == e.order; }
   bool pending(uint32_t slot) const { return (pending_[slot >> 6] >> (slot & 63) & 1) != 0; }
   void set_free(uint32_t slot) { pending_[slot >> 6] &= ~(uint64_t{1} << (slot & 63)); }
-  uint32_t bucket_of(Key128 w) const;
+  uint32_t bucket_of(Key128 w) const {
+    return radix::bucket_of<kDigitBits>(key_part(w), order_part(w), key_part(last_), order_part(last_));
+  }
   void place(Key128 w, uint64_t target);       // into the front or a bucket
   void insert(Key128 w, uint64_t target);      // into a bucket; only when w > last_
   void insert_front(Key128 w, uint64_t target);
@@ -157,7 +157,7 @@ class RadixFrontQueue final : public EventQueue {
   size_t size_ = 0;    // live entries
   size_t stale_ = 0;   // stale entries still held
   Key128 last_ = 0;    // bucket reference: every bucket entry is > it, every front entry <= it
-  Key128 popped_ = 0;  // the last key popped; every pending key is > it
+  uint64_t popped_key_ = 0;  // time of the last pop; no push may be earlier
   uint64_t next_seq_ = 1;
   uint64_t seq_limit_;
   size_t stale_slack_;

@@ -9,21 +9,6 @@ namespace sim {
 
 RadixHeapQueue::RadixHeapQueue(uint64_t seq_limit) : seq_limit_(std::min(seq_limit, kMaxSeq)) {}
 
-uint32_t RadixHeapQueue::bucket_of(uint64_t key, uint64_t order) const {
-  uint64_t diff = key ^ last_.key;
-  uint64_t word = key;
-  uint32_t base = kDigitsPerWord << kDigitBits;  // the time half
-  if (diff == 0) {
-    diff = order ^ last_.order;
-    if (diff == 0) return 0;
-    word = order;
-    base = 0;
-  }
-  const int level = (63 - std::countl_zero(diff)) / kDigitBits;
-  const uint32_t digit = static_cast<uint32_t>(word >> (level * kDigitBits)) & ((1u << kDigitBits) - 1);
-  return base + (static_cast<uint32_t>(level) << kDigitBits) + digit;
-}
-
 void RadixHeapQueue::insert(uint64_t key, uint64_t order, EventTarget target) {
   const uint32_t b = bucket_of(key, order);
   std::vector<Entry>& v = buckets_[b];
@@ -128,7 +113,7 @@ uint32_t RadixHeapQueue::live_slot(EventId id) const {
 }
 
 EventId RadixHeapQueue::push(Time t, EventTarget target) {
-  const uint64_t key = key_of(t);
+  const uint64_t key = radix::key_of(t);
   SIM_ASSERT(key >= last_.key, "event queue: push before the last popped time");
   uint32_t slot;
   if (!free_slots_.empty()) {
@@ -148,7 +133,7 @@ EventId RadixHeapQueue::push(Time t, EventTarget target) {
 
 void RadixHeapQueue::reschedule(EventId id, Time t) {
   const uint32_t slot = live_slot(id);
-  const uint64_t key = key_of(t);
+  const uint64_t key = radix::key_of(t);
   SIM_ASSERT(key >= last_.key, "event queue: reschedule before the last popped time");
   const uint64_t order = next_order(slot);  // may renumber, so remove after
   const EventTarget target = remove(slot).target;
@@ -167,7 +152,7 @@ void RadixHeapQueue::cancel(EventId id) {
 Time RadixHeapQueue::next_time() {
   SIM_ASSERT(size_ > 0, "event queue: next_time on an empty queue");
   if (!min_known_) find_min();
-  return time_of(min_.key);
+  return radix::time_of(min_.key);
 }
 
 PoppedEvent RadixHeapQueue::pop() {
@@ -181,7 +166,7 @@ PoppedEvent RadixHeapQueue::pop() {
   free_slots_.push_back(slot);
   --size_;
   min_known_ = false;
-  return PoppedEvent{time_of(e.key), e.target, EventId(slot)};
+  return PoppedEvent{radix::time_of(e.key), e.target, EventId(slot)};
 }
 
 }  // namespace sim

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "sim/event_queue.h"
+#include "sim/radix_key.h"
 
 namespace sim {
 
@@ -65,17 +66,16 @@ class RadixHeapQueue final : public EventQueue {
   static constexpr int kMaskWords = kBuckets / 64;
   static constexpr uint32_t kFree = 0xFFFFFFFFu;
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
-  static constexpr uint64_t kSignBit = uint64_t{1} << 63;
 
   // One 128-bit compare: branch-free, which matters in the min scan of a refill.
   __extension__ using Key128 = unsigned __int128;
   static Key128 wide(const Entry& e) { return (static_cast<Key128>(e.key) << 64) | e.order; }
   static bool less(const Entry& a, const Entry& b) { return wide(a) < wide(b); }
   static uint32_t slot_of(const Entry& e) { return static_cast<uint32_t>(e.order & kSlotMask); }
-  static uint64_t key_of(Time t) { return static_cast<uint64_t>(t.count_ns()) ^ kSignBit; }
-  static Time time_of(uint64_t key) { return Time::ns(static_cast<int64_t>(key ^ kSignBit)); }
 
-  uint32_t bucket_of(uint64_t key, uint64_t order) const;
+  uint32_t bucket_of(uint64_t key, uint64_t order) const {
+    return radix::bucket_of<kDigitBits>(key, order, last_.key, last_.order);
+  }
   uint32_t bucket_of(const Entry& e) const { return bucket_of(e.key, e.order); }
   // Entries are built from scalars here rather than copied from a struct just written field by
   // field: such a copy is a wide load of narrow recent stores, which cannot be forwarded and so
