@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <utility>
 
 #include "sim/error.h"
 
@@ -21,14 +22,47 @@ void RadixFrontQueue::place(Key128 w, uint64_t target) {
 
 void RadixFrontQueue::insert(Key128 w, uint64_t target) {
   const uint32_t b = bucket_of(w);
-  std::vector<Entry>& v = buckets_[b];
-  if (v.empty()) mark_nonempty(static_cast<int>(b));
+  Bucket& bucket = buckets_[b];
+  if (bucket.size == 0) mark_nonempty(static_cast<int>(b));
+  if (bucket.tail == bucket.end) append_block(bucket);
   // Scattered appends miss on each new tail line once the buckets outgrow the L2 cache, and the
   // store buffer backs up behind the miss; fetching the line a few entries ahead hides it (hold
   // at 10^6 pending: about a third faster). A prefetch never faults, even past the allocation.
-  const uintptr_t tail = reinterpret_cast<uintptr_t>(v.data() + v.size());
-  __builtin_prefetch(reinterpret_cast<const void*>(tail + kPrefetchAhead * sizeof(Entry)), 1);
-  v.push_back(Entry{key_part(w), order_part(w), target});
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(bucket.tail) + kPrefetchAhead * sizeof(Entry)), 1);
+  *bucket.tail++ = Entry{key_part(w), order_part(w), target};
+  ++bucket.size;
+}
+
+uint32_t RadixFrontQueue::take_block() {
+  if (free_blocks_ == kNoBlock) {
+    chunks_.push_back(std::make_unique<Entry[]>(kBlockEntries * kBlocksPerChunk));
+    for (size_t i = kBlocksPerChunk; i-- > 0;) {
+      blocks_.push_back(chunks_.back().get() + i * kBlockEntries);
+      next_block_.push_back(free_blocks_);
+      free_blocks_ = static_cast<uint32_t>(blocks_.size() - 1);
+    }
+  }
+  const uint32_t block = free_blocks_;
+  free_blocks_ = next_block_[block];
+  return block;
+}
+
+void RadixFrontQueue::free_block(uint32_t block) {
+  next_block_[block] = free_blocks_;
+  free_blocks_ = block;
+}
+
+void RadixFrontQueue::append_block(Bucket& bucket) {
+  const uint32_t block = take_block();
+  next_block_[block] = kNoBlock;
+  if (bucket.last == kNoBlock) {
+    bucket.head = block;
+  } else {
+    next_block_[bucket.last] = block;
+  }
+  bucket.last = block;
+  bucket.tail = blocks_[block];
+  bucket.end = bucket.tail + kBlockEntries;
 }
 
 // The front is descending: the new entry goes after every greater key. Near-term pushes land
@@ -52,8 +86,15 @@ void RadixFrontQueue::mark_nonempty(int b) {
   summary_ |= uint64_t{1} << (b >> 6);
 }
 
+// Frees the bucket's blocks and marks it empty.
 void RadixFrontQueue::clear_bucket(int b) {
-  buckets_[b].clear();
+  Bucket& bucket = buckets_[b];
+  for (uint32_t block = bucket.head; block != kNoBlock;) {
+    const uint32_t next = next_block_[block];
+    free_block(block);
+    block = next;
+  }
+  bucket = Bucket{};
   nonempty_[b >> 6] &= ~(uint64_t{1} << (b & 63));
   if (nonempty_[b >> 6] == 0) summary_ &= ~(uint64_t{1} << (b >> 6));
 }
@@ -64,43 +105,67 @@ int RadixFrontQueue::lowest_bucket() const {
   return w * 64 + std::countr_zero(nonempty_[w]);
 }
 
-// Raises last_ to the bucket's least key and moves every entry to the bucket it belongs in
-// relative to that (a lower one; the least entry itself goes to bucket 0). The bucket's buffer
-// is swapped out first, so the moves never write into the vector being read.
+// Raises last_ to the floor of bucket b (the lowest non-empty one) and moves every entry to the
+// bucket it belongs in relative to that: a lower one, since each entry agrees with the floor at
+// b's level and above.
 void RadixFrontQueue::spread(int b) {
-  Key128 least = kNone;
-  for (const Entry& e : buckets_[b]) least = std::min(least, wide(e));
-  last_ = least;
-  spread_tmp_.swap(buckets_[b]);
+  const Bucket bucket = buckets_[b];
+  last_ = bucket_floor(b);
+  // No entry comes back to b, so its blocks can be freed as they are read (and reused at once by
+  // the appends, while their lines are still cached): b is marked empty without freeing them.
+  buckets_[b].head = kNoBlock;
   clear_bucket(b);
-  for (const Entry& e : spread_tmp_) {
-    const uint64_t key = e.key, order = e.order, target = e.target;
-    insert(wide(key, order), target);
+  for (uint32_t block = bucket.head; block != kNoBlock;) {
+    const Entry* const end = block_end(bucket, block);
+    for (const Entry* e = blocks_[block]; e != end; ++e) {
+      const uint64_t key = e->key, order = e->order, target = e->target;
+      insert(wide(key, order), target);
+    }
+    const uint32_t next = next_block_[block];
+    free_block(block);
+    block = next;
   }
-  spread_tmp_.clear();
+}
+
+// The least key bucket b can hold, relative to last_: last_'s digits above b's level, b's digit
+// at that level, zeros below (and order 0 for a time bucket).
+RadixFrontQueue::Key128 RadixFrontQueue::bucket_floor(int b) const {
+  constexpr int kTimeBase = kDigitsPerWord << kDigitBits;
+  const bool in_time = b >= kTimeBase;
+  const int level = (b - (in_time ? kTimeBase : 0)) >> kDigitBits;
+  const uint64_t digit = static_cast<uint64_t>(b & ((1 << kDigitBits) - 1));
+  const int low_bits = (level + 1) * kDigitBits;  // bits at and below the level
+  const uint64_t keep = low_bits >= 64 ? 0 : ~uint64_t{0} << low_bits;
+  const uint64_t word = in_time ? key_part(last_) : order_part(last_);
+  const uint64_t floor = (word & keep) | digit << (level * kDigitBits);
+  return in_time ? wide(floor, 0) : wide(key_part(last_), floor);
 }
 
 void RadixFrontQueue::refill() {
   for (;;) {
     const int b = lowest_bucket();
     SIM_ASSERT(b >= 0, "radix-front queue: live count without live entries");
-    if (buckets_[b].size() <= front_max_) break;
+    if (buckets_[b].size <= front_max_) break;
     spread(b);
   }
   gathered_.clear();
   for (int b = lowest_bucket(); b >= 0; b = lowest_bucket()) {
-    const std::vector<Entry>& v = buckets_[b];
-    if (!gathered_.empty() && gathered_.size() + v.size() > front_max_) break;
-    gathered_.insert(gathered_.end(), v.begin(), v.end());
+    const Bucket& bucket = buckets_[b];
+    if (!gathered_.empty() && gathered_.size() + bucket.size > front_max_) break;
+    for (uint32_t block = bucket.head; block != kNoBlock; block = next_block_[block])
+      gathered_.insert(gathered_.end(), blocks_[block], block_end(bucket, block));
     clear_bucket(b);
   }
   sort_into_front();
   last_ = wide(front_.front());
 }
 
-// Stable LSD radix sort of gathered_ on (time - least time), 8 bits a pass, written to front_
-// in reverse, so front_ is descending and its back is the least key. Equal times keep their
-// gathered order, which is sequence order (see the header).
+// Sorts gathered_ into front_, descending, so the back is the least key. Fast path (at most
+// 256 entries spanning less than 2^56 ns, i.e. always at the default front size): an LSD radix
+// sort, 8 bits a pass, of 8-byte values (time - least time) << 8 | index into gathered_, as
+// many passes as the time span needs; the passes are stable, so equal times keep their
+// gathered order, which is sequence order (see the header), and only the last step moves whole
+// entries. Otherwise a comparison sort of indices on the full (time, order) key.
 void RadixFrontQueue::sort_into_front() {
   const size_t n = gathered_.size();
   uint64_t lo = ~uint64_t{0};
@@ -109,27 +174,42 @@ void RadixFrontQueue::sort_into_front() {
     lo = std::min(lo, e.key);
     hi = std::max(hi, e.key);
   }
-  const int passes = static_cast<int>((std::bit_width(hi - lo) + 7) / 8);
   front_.resize(n);
+  const int span_bits = std::bit_width(hi - lo);
+  if (n > 256 || span_bits > 56) {
+    sort_index_.resize(n);
+    for (size_t i = 0; i < n; ++i) sort_index_[i] = i;
+    std::sort(sort_index_.begin(), sort_index_.end(),
+              [this](uint64_t a, uint64_t b) { return wide(gathered_[a]) > wide(gathered_[b]); });
+    for (size_t i = 0; i < n; ++i) front_[i] = gathered_[sort_index_[i]];
+    return;
+  }
+  const int passes = (span_bits + 7) / 8;
   if (passes == 0) {
     std::reverse_copy(gathered_.begin(), gathered_.end(), front_.begin());
     return;
   }
+  sort_index_.resize(n);
   sort_tmp_.resize(n);
-  std::vector<Entry>* src = &gathered_;
-  std::vector<Entry>* dst = &sort_tmp_;
-  for (int p = 0; p < passes; ++p) {
-    const int shift = 8 * p;
-    std::array<uint32_t, 257> start{};  // start[d + 1] counts digit d, then prefix sums
-    for (const Entry& e : *src) ++start[((e.key - lo) >> shift & 0xFF) + 1];
-    for (size_t d = 0; d < 256; ++d) start[d + 1] += start[d];
-    if (p + 1 == passes) {
-      for (const Entry& e : *src) front_[n - 1 - start[(e.key - lo) >> shift & 0xFF]++] = e;
-    } else {
-      for (const Entry& e : *src) (*dst)[start[(e.key - lo) >> shift & 0xFF]++] = e;
-      std::swap(src, dst);
-    }
+  std::array<std::array<uint32_t, 256>, 7> count;  // count[p][d]: entries with digit d in pass p
+  for (int p = 0; p < passes; ++p) count[p].fill(0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t v = (gathered_[i].key - lo) << 8 | i;
+    sort_index_[i] = v;
+    for (int p = 0; p < passes; ++p) ++count[p][v >> (8 * p + 8) & 0xFF];
   }
+  for (int p = 0; p < passes; ++p) {  // counts -> first position of each digit
+    uint32_t sum = 0;
+    for (uint32_t& c : count[p]) sum += std::exchange(c, sum);
+  }
+  std::vector<uint64_t>* src = &sort_index_;
+  std::vector<uint64_t>* dst = &sort_tmp_;
+  for (int p = 0; p + 1 < passes; ++p) {
+    for (const uint64_t v : *src) (*dst)[count[p][v >> (8 * p + 8) & 0xFF]++] = v;
+    std::swap(src, dst);
+  }
+  const int last = passes - 1;
+  for (const uint64_t v : *src) front_[n - 1 - count[last][v >> (8 * last + 8) & 0xFF]++] = gathered_[v & 0xFF];
 }
 
 // Leaves the live minimum at the back of the front. Only when size_ > 0.
@@ -180,9 +260,11 @@ void RadixFrontQueue::renumber() {
     if (live(e)) all.push_back(e);
   front_.clear();
   for (int b = 0; b < kBuckets; ++b) {
-    if (buckets_[b].empty()) continue;
-    for (const Entry& e : buckets_[b])
-      if (live(e)) all.push_back(e);
+    const Bucket& bucket = buckets_[b];
+    if (bucket.size == 0) continue;
+    for (uint32_t block = bucket.head; block != kNoBlock; block = next_block_[block])
+      for (const Entry* e = blocks_[block]; e != block_end(bucket, block); ++e)
+        if (live(*e)) all.push_back(*e);
     clear_bucket(b);
   }
   stale_ = 0;
@@ -202,11 +284,39 @@ void RadixFrontQueue::renumber() {
 void RadixFrontQueue::compact() {
   const auto stale = [this](const Entry& e) { return !live(e); };
   front_.erase(std::remove_if(front_.begin(), front_.end(), stale), front_.end());
+  // In each bucket, live entries move forward over the stale ones (the write position never
+  // passes the read position), then the blocks after the last written one are freed.
   for (int b = 0; b < kBuckets; ++b) {
-    std::vector<Entry>& v = buckets_[b];
-    if (v.empty()) continue;
-    v.erase(std::remove_if(v.begin(), v.end(), stale), v.end());
-    if (v.empty()) clear_bucket(b);
+    Bucket& bucket = buckets_[b];
+    if (bucket.size == 0) continue;
+    uint32_t out_block = bucket.head;
+    Entry* out = blocks_[out_block];
+    size_t kept = 0;
+    for (uint32_t block = bucket.head; block != kNoBlock; block = next_block_[block]) {
+      for (const Entry* e = blocks_[block]; e != block_end(bucket, block); ++e) {
+        if (stale(*e)) continue;
+        if (out == blocks_[out_block] + kBlockEntries) {
+          out_block = next_block_[out_block];
+          out = blocks_[out_block];
+        }
+        *out++ = *e;
+        ++kept;
+      }
+    }
+    if (kept == 0) {
+      clear_bucket(b);
+      continue;
+    }
+    for (uint32_t block = next_block_[out_block]; block != kNoBlock;) {
+      const uint32_t next = next_block_[block];
+      free_block(block);
+      block = next;
+    }
+    next_block_[out_block] = kNoBlock;
+    bucket.last = out_block;
+    bucket.tail = out;
+    bucket.end = blocks_[out_block] + kBlockEntries;
+    bucket.size = kept;
   }
   stale_ = 0;
 }
@@ -260,6 +370,12 @@ PoppedEvent RadixFrontQueue::pop() {
   settle_front();
   const Entry e = front_.back();
   front_.pop_back();
+  // Clearing the popped slot's liveness bit is a random write; start fetching the bit of an
+  // entry a few pops ahead (the front is sorted, so it is known now).
+  if (front_.size() >= kPopAhead) {
+    const uint32_t ahead = slot_of(front_[front_.size() - kPopAhead].order);
+    __builtin_prefetch(&pending_[ahead >> 6], 1);
+  }
   popped_key_ = e.key;
   set_free(slot_of(e.order));
   --size_;

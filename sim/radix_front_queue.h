@@ -12,16 +12,22 @@
 //   short move: near-term pushes land near the back).
 // - buckets_: every other entry, in radix-heap buckets relative to last_ (Ahuja, Mehlhorn,
 //   Orlin, Tarjan 1990): bucket by the highest kDigitBits-wide digit position where the key
-//   differs from last_ and the key's digit there. Bucket order is key order. A bucket's least
-//   key is found by a scan only when the bucket is spread (tracking it on every insert cost more).
+//   differs from last_ and the key's digit there. Bucket order is key order. A bucket is a chain
+//   of fixed-size blocks (kBlockEntries) from one pool with a free list, last freed first: no
+//   bucket ever reallocates or copies, and a block freed by a spread or a refill is reused while
+//   its lines are still cached.
 // - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries,
-//   raise last_ to its least key and spread it over lower buckets (each entry moves at least one
-//   digit position down); then take the lowest buckets whole while they fit in front_max_, sort
-//   them into the front and raise last_ to their greatest key. Any key of the lowest bucket may
-//   become last_ without moving the entries of higher buckets, which is what both steps use.
+//   raise last_ to that bucket's floor (the least key it can hold: last_'s digits above its
+//   level, its digit there, zeros below) and spread it over lower buckets (each entry moves at
+//   least one digit position down); then take the lowest buckets whole while they fit in
+//   front_max_, sort them into the front and raise last_ to their greatest key. Any key in the
+//   range of the lowest bucket may become last_ without moving the entries of higher buckets,
+//   which is what both steps use; the floor needs no scan for the least key, so a spread reads
+//   its bucket once.
 // - Sorting the front: a stable least-significant-digit radix sort on the time offset from the
 //   least time, 8 bits per pass, as many passes as the time span needs (none when all times are
-//   equal). Stability suffices for FIFO because, in the gathered buckets, entries of equal time
+//   equal), of 8-byte (offset, index) values; whole entries move once, at the end. Stability
+//   suffices for FIFO because, in the gathered buckets, entries of equal time
 //   already appear in sequence order: they always share a bucket (the bucket of a key depends
 //   only on its time unless its time equals last_'s, and then on its order, in order), pushes
 //   append (a fresh seq is the largest), a spread moves entries in order into buckets that were
@@ -34,7 +40,8 @@
 // sweep removes them all (paid for by the operations that made them: O(1) amortized each).
 // Slot liveness is one bit per slot (pending_), set at push and cleared at pop and cancel: the
 // bitmap is 1/192 the size of the slot table, so that random write stays in the L2 cache while
-// the slot table itself is never written at pop. Free slots are taken in ring order (the next
+// the slot table itself is never written at pop; pop prefetches the bit's word kPopAhead entries
+// ahead in the front. Free slots are taken in ring order (the next
 // clear bit after the cursor), so pushes write the slot table sequentially instead of reusing
 // the just-popped slot, whose line is cold; the table is kept at least twice the pending count,
 // so a free bit is nearly always in the word at the cursor.
@@ -43,13 +50,15 @@
 // pure radix heap moves it about log_16(span) times; appends to a bucket prefetch its tail for
 // writing a few entries ahead, which turns the store misses of scattered appends (the dominant
 // cost once the buckets leave the L2 cache) into background fetches.
-// Memory: 24 bytes per entry (live or stale) + 16 bytes and 1 bit per slot, at most 2 slots per
-// pending event, + vector slack. Vectors keep their capacity, so a grown queue does not allocate.
+// Memory: 24 bytes per entry (live or stale) + at most one partly filled block per non-empty
+// bucket + 16 bytes and 1 bit per slot, at most 2 slots per pending event. Freed blocks and
+// vectors keep their memory, so a queue that has grown does not allocate again.
 #pragma once
 
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/event_queue.h"
@@ -83,12 +92,11 @@ class RadixFrontQueue final : public EventQueue {
   PoppedEvent pop() override;
   std::string_view name() const override { return "radix-front"; }
 
-  // Entries held, live or stale (tests check the bound on stale ones).
+  // Entries held, live or stale (a test checks the bound on stale ones).
   size_t entries() const { return size_ + stale_; }
 
  private:
   __extension__ using Key128 = unsigned __int128;
-  static constexpr Key128 kNone = ~Key128{0};  // above every key: no live order is all ones
   static constexpr uint64_t kFreeOrder = ~uint64_t{0};
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
   // 8-bit digits: at 10^6 pending an entry is spread about once before it reaches the front
@@ -100,12 +108,27 @@ class RadixFrontQueue final : public EventQueue {
   static_assert(kMaskWords <= 64, "one summary word indexes the mask words");
   // Appends prefetch the bucket's tail this many entries ahead (3 cache lines).
   static constexpr size_t kPrefetchAhead = 8;
+  // Pop prefetches the liveness word of the entry this many places ahead in the front.
+  static constexpr size_t kPopAhead = 8;
+  // Bucket blocks: 168 entries = 4032 bytes = 63 cache lines, allocated 64 at a time (252 KiB)
+  // when the free list runs out.
+  static constexpr size_t kBlockEntries = 168;
+  static constexpr size_t kBlocksPerChunk = 64;
+  static constexpr uint32_t kNoBlock = ~uint32_t{0};
 
   // Read and written as three 8-byte scalars (see pack()).
   struct Entry {
     uint64_t key;    // time with the sign bit flipped, so unsigned order is time order
     uint64_t order;  // seq << kSlotBits | slot
     uint64_t target;
+  };
+  // A bucket is a chain of fixed-size blocks, appended at the tail block.
+  struct Bucket {
+    Entry* tail = nullptr;  // next free entry of the tail block
+    Entry* end = nullptr;   // one past the tail block; tail == end: the next append takes a block
+    uint32_t head = kNoBlock;
+    uint32_t last = kNoBlock;  // the tail block
+    size_t size = 0;
   };
   struct Slot {
     uint64_t order;  // of the slot's live entry; kFreeOrder when never used or cancelled
@@ -133,9 +156,16 @@ class RadixFrontQueue final : public EventQueue {
   void place(Key128 w, uint64_t target);       // into the front or a bucket
   void insert(Key128 w, uint64_t target);      // into a bucket; only when w > last_
   void insert_front(Key128 w, uint64_t target);
+  uint32_t take_block();
+  void free_block(uint32_t block);
+  void append_block(Bucket& bucket);
+  Entry* block_end(const Bucket& bucket, uint32_t block) const {
+    return block == bucket.last ? bucket.tail : blocks_[block] + kBlockEntries;
+  }
   void mark_nonempty(int b);
   void clear_bucket(int b);
   int lowest_bucket() const;  // lowest non-empty bucket, -1 if none
+  Key128 bucket_floor(int b) const;
   void spread(int b);
   void refill();              // only when the front is empty and something is held
   void sort_into_front();     // gathered_ -> front_, descending
@@ -146,11 +176,16 @@ class RadixFrontQueue final : public EventQueue {
   void compact();
   uint32_t live_slot(EventId id) const;
 
-  std::array<std::vector<Entry>, kBuckets> buckets_;
+  std::array<Bucket, kBuckets> buckets_;
+  std::vector<Entry*> blocks_;          // block id -> its entries, inside chunks_
+  std::vector<uint32_t> next_block_;    // the next block of a bucket's chain, or of the free list
+  uint32_t free_blocks_ = kNoBlock;     // free list, last freed first (its lines are likely cached)
+  std::vector<std::unique_ptr<Entry[]>> chunks_;
   std::array<uint64_t, kMaskWords> nonempty_{};  // bit b: buckets_[b] is not empty
   uint64_t summary_ = 0;                         // bit w: nonempty_[w] != 0
   std::vector<Entry> front_;                     // descending; every entry <= last_
-  std::vector<Entry> gathered_, sort_tmp_, spread_tmp_;  // refill scratch, capacity kept
+  std::vector<Entry> gathered_;                  // refill scratch, capacity kept
+  std::vector<uint64_t> sort_index_, sort_tmp_;  // sort scratch, capacity kept  // refill scratch, capacity kept
   std::vector<Slot> slots_;
   std::vector<uint64_t> pending_;  // bit s: slot s holds a pending event
   size_t cursor_ = 0;              // take_slot() looks for a free slot from here, in ring order
