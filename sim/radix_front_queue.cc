@@ -117,6 +117,12 @@ void RadixFrontQueue::spread(int b) {
   clear_bucket(b);
   for (uint32_t block = bucket.head; block != kNoBlock;) {
     const Entry* const end = block_end(bucket, block);
+    // The bucket was written long ago and is read once: fetch the next block while this one is
+    // spread (blocks are not adjacent, so the hardware prefetcher cannot guess it).
+    if (next_block_[block] != kNoBlock) {
+      const char* const ahead = reinterpret_cast<const char*>(blocks_[next_block_[block]]);
+      for (size_t at = 0; at < kBlockEntries * sizeof(Entry); at += 64) __builtin_prefetch(ahead + at, 0, 2);
+    }
     for (const Entry* e = blocks_[block]; e != end; ++e) {
       const uint64_t key = e->key, order = e->order, target = e->target;
       insert(wide(key, order), target);
@@ -223,7 +229,7 @@ void RadixFrontQueue::settle_front() {
 }
 
 // The next free slot at or after the cursor, in ring order (see the header). The table grows by
-// doubling, always a multiple of 64 slots, so the bitmap has whole words.
+// doubling, a power of two and at least 64 slots, so the bitmap has whole words.
 uint32_t RadixFrontQueue::take_slot() {
   if (2 * (size_ + 1) > slots_.size()) {
     const size_t n = std::max<size_t>(64, 2 * slots_.size());
@@ -241,6 +247,8 @@ uint32_t RadixFrontQueue::take_slot() {
   const size_t at = w * 64 + static_cast<size_t>(std::countr_zero(free));
   pending_[w] |= uint64_t{1} << (at & 63);
   cursor_ = at + 1 == slots_.size() ? 0 : at + 1;
+  // The table size is a power of two (64, doubled), so the mask wraps the ring.
+  __builtin_prefetch(&slots_[(at + kSlotAhead) & (slots_.size() - 1)], 1);
   return static_cast<uint32_t>(at);
 }
 
