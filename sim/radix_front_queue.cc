@@ -168,8 +168,8 @@ void RadixFrontQueue::refill() {
 
 // Sorts gathered_ into front_, descending, so the back is the least key. Fast path (at most
 // 256 entries spanning less than 2^56 ns, i.e. always at the default front size): an LSD radix
-// sort, 8 bits a pass, of 8-byte values (time - least time) << 8 | index into gathered_, as
-// many passes as the time span needs; the passes are stable, so equal times keep their
+// sort of 8-byte values (time - least time) << 8 | index into gathered_, in as many passes of at
+// most 8 bits as the time span needs; the passes are stable, so equal times keep their
 // gathered order, which is sequence order (see the header), and only the last step moves whole
 // entries. Otherwise a comparison sort of indices on the full (time, order) key.
 void RadixFrontQueue::sort_into_front() {
@@ -190,32 +190,39 @@ void RadixFrontQueue::sort_into_front() {
     for (size_t i = 0; i < n; ++i) front_[i] = gathered_[sort_index_[i]];
     return;
   }
+  // As few passes of at most 8 bits as the span needs, the bits split evenly between them: fewer
+  // counters to clear and sum than 8 bits a pass (an 18-bit span: 3 passes of 64 counters).
   const int passes = (span_bits + 7) / 8;
   if (passes == 0) {
     std::reverse_copy(gathered_.begin(), gathered_.end(), front_.begin());
     return;
   }
+  const int digit_bits = (span_bits + passes - 1) / passes;
+  const size_t bins = size_t{1} << digit_bits;
+  const uint64_t mask = bins - 1;
   sort_index_.resize(n);
   sort_tmp_.resize(n);
-  std::array<std::array<uint32_t, 256>, 7> count;  // count[p][d]: entries with digit d in pass p
-  for (int p = 0; p < passes; ++p) count[p].fill(0);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t v = (gathered_[i].key - lo) << 8 | i;
-    sort_index_[i] = v;
-    for (int p = 0; p < passes; ++p) ++count[p][v >> (8 * p + 8) & 0xFF];
-  }
-  for (int p = 0; p < passes; ++p) {  // counts -> first position of each digit
-    uint32_t sum = 0;
-    for (uint32_t& c : count[p]) sum += std::exchange(c, sum);
+  for (size_t i = 0; i < n; ++i) sort_index_[i] = (gathered_[i].key - lo) << 8 | i;
+  std::array<uint32_t, 7 * 256> count;  // pass p: count[p * bins + digit]
+  for (int p = 0; p < passes; ++p) {
+    uint32_t* const c = count.data() + p * bins;
+    const int shift = 8 + p * digit_bits;
+    std::fill_n(c, bins, 0);
+    for (const uint64_t v : sort_index_) ++c[v >> shift & mask];
+    uint32_t sum = 0;  // counts -> first position of each digit
+    for (size_t d = 0; d < bins; ++d) sum += std::exchange(c[d], sum);
   }
   std::vector<uint64_t>* src = &sort_index_;
   std::vector<uint64_t>* dst = &sort_tmp_;
   for (int p = 0; p + 1 < passes; ++p) {
-    for (const uint64_t v : *src) (*dst)[count[p][v >> (8 * p + 8) & 0xFF]++] = v;
+    uint32_t* const c = count.data() + p * bins;
+    const int shift = 8 + p * digit_bits;
+    for (const uint64_t v : *src) (*dst)[c[v >> shift & mask]++] = v;
     std::swap(src, dst);
   }
-  const int last = passes - 1;
-  for (const uint64_t v : *src) front_[n - 1 - count[last][v >> (8 * last + 8) & 0xFF]++] = gathered_[v & 0xFF];
+  uint32_t* const c = count.data() + (passes - 1) * bins;
+  const int shift = 8 + (passes - 1) * digit_bits;
+  for (const uint64_t v : *src) front_[n - 1 - c[v >> shift & mask]++] = gathered_[v & 0xFF];
 }
 
 // Leaves the live minimum at the back of the front. Only when size_ > 0.
