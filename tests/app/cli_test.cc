@@ -251,6 +251,70 @@ TEST_F(CliErrors, GroupLargerThanCluster) {
   EXPECT_TRUE(contains(r.err, "16")) << r.err;
 }
 
+// An algorithm that cannot run the op, or cannot run on the group's shape, is caught while the
+// scenario is bound: the error names the test's `algorithm` node, and stdout stays empty (the
+// cluster summary is not printed, nothing is simulated).
+TEST_F(CliErrors, AlgorithmThatCannotRunTheOp) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 1\n"
+             "  gpus_per_node: 8\n"
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, sizes: [1MiB]}\n"
+             "    - {op: all-to-all, algorithm: ring, sizes: [1MiB]}\n");  // `ring` at col 35
+  auto r = run({"run", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:10:35: workload.tests[1].algorithm: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "ring does not implement all-to-all (use direct or auto)")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliErrors, AlgorithmThatDoesNotFitTheGroup) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 1\n"
+             "  gpus_per_node: 8\n"
+             "workload:\n"
+             "  kind: collectives\n"
+             "  tests:\n"
+             "    - {op: all-reduce, algorithm: halving-doubling, group: [0, 1, 2], sizes: [1MiB]}\n");
+  auto r = run({"run", "bad.yaml"});
+  expect_one_error_line(r);
+  // `halving-doubling` starts at col 35 of line 9; 3 ranks are not a power of two.
+  EXPECT_TRUE(contains(r.err, "bad.yaml:9:35: workload.tests[0].algorithm: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "power-of-two group, got 3 ranks")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// The same for a training step: the dimension's algorithm is checked against the collectives the
+// step runs on that dimension (DDP's all-reduce over DP), before the step is simulated.
+TEST_F(CliErrors, TrainingAlgorithmThatCannotRunOnItsDimension) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster:\n"
+             "  gpu: h100-sxm\n"
+             "  nodes: 2\n"
+             "  gpus_per_node: 8\n"
+             "  scale_out: {kind: fat-tree, tiers: [{name: leaf, nodes: 2}]}\n"
+             "workload:\n"
+             "  kind: training\n"
+             "  model: {preset: llama3-8b}\n"
+             "  training: {seq_len: 4096, global_batch: 8, micro_batch: 1}\n"
+             "  parallelism: {tp: 8, pp: 1, dp: 2, data_parallel: ddp}\n"
+             "  schedule: {kind: 1f1b}\n"
+             "  collectives: {dp: torus}\n");  // `torus` at col 21 of line 13
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:13:21: workload.collectives.dp: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "all-reduce with torus on 2 ranks: torus needs a torus cluster shape")) << r.err;
+}
+
 TEST_F(CliErrors, MissingFile) {
   auto r = run({"run", "--quiet", "no-such-scenario.yaml"});
   expect_one_error_line(r);

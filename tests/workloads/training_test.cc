@@ -69,7 +69,9 @@ StepResult run_step(const TrainingJob& job, const topo::Topology& t, bool allow_
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0;
   topo::ClusterResources res(sim, t, job.gpu, o);
-  TrainingSettings ts{job, allow_oom};
+  TrainingSettings ts;
+  ts.job = job;
+  ts.allow_oom = allow_oom;
   return run_training_step(res, ts, {});
 }
 

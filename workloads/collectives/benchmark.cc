@@ -179,9 +179,29 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
     ct.sizes = bind_sizes(t);
     if (ct.op == CollectiveOp::kSendRecv && ct.group.size() != 2)
       t.fail("send-recv needs a group of exactly 2 GPUs (sender, receiver), got " + std::to_string(ct.group.size()));
+    // An algorithm that does not implement the op or does not fit the group's shape is an
+    // error of this test's `algorithm` (or `op` when auto), found before anything is simulated.
+    CollectiveRequest probe;
+    probe.op = ct.op;
+    probe.algorithm = ct.algorithm;
+    probe.group = ct.group;
+    probe.bytes = ct.sizes.front();
+    const std::string problem = collective_problem(probe, cluster_shape_of(topo));
+    if (!problem.empty()) t.child(t.has("algorithm") ? "algorithm" : "op").fail(problem);
     cfg.tests.push_back(std::move(ct));
   }
   return cfg;
+}
+
+ClusterShape cluster_shape_of(const topo::Topology& topo) {
+  ClusterShape shape;
+  shape.gpus_per_node = topo.gpus_per_node();
+  shape.nics_per_node = topo.gpus_per_node();  // one NIC per GPU in every catalog node
+  if (topo.kind() == topo::TopologyKind::kTorus) {
+    shape.torus = true;
+    shape.torus_dims = topo.torus_dims();
+  }
+  return shape;
 }
 
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt) {
@@ -214,13 +234,7 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
 
 std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg) {
   const auto& topo = res.topology();
-  ClusterShape shape;
-  shape.gpus_per_node = topo.gpus_per_node();
-  shape.nics_per_node = topo.gpus_per_node();  // one NIC per GPU in every catalog node
-  if (topo.kind() == topo::TopologyKind::kTorus) {
-    shape.torus = true;
-    shape.torus_dims = topo.torus_dims();
-  }
+  const ClusterShape shape = cluster_shape_of(topo);
   CostHints hints = cost_hints_for(res, cfg.runtime);
   std::vector<CollectivePlan> plans;
   std::vector<std::pair<size_t, size_t>> order;

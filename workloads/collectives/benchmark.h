@@ -53,6 +53,9 @@ struct CollectiveResult {
 // Binds the `workload:` section (kind: collectives) against the built topology (group checks).
 CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& workload, const topo::Topology& topo);
 
+// The shape lowering needs (GPUs and NICs per node, torus dimensions) of a built topology.
+ClusterShape cluster_shape_of(const topo::Topology& topo);
+
 // Link hints for auto's estimate, taken from the cluster's resources.
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt);
 

@@ -283,6 +283,17 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape
   return build(req.algorithm, req, shape);
 }
 
+std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape) {
+  try {
+    validate(req);
+  } catch (const sim::ConfigError& e) {
+    return e.what();
+  }
+  if (req.group.size() == 1 || req.algorithm == Algorithm::kAuto) return "";
+  const std::string problem = collective_detail::shape_problem(req.algorithm, req, shape);
+  return problem.empty() ? "" : context(req) + problem;
+}
+
 // Alpha-beta per phase: a phase lasts as long as its slowest transfer; phases add up. A hop is
 // intra-node when both GPUs sit on the same node (intra_node_* hints), else inter-node. A
 // transfer's hops all run at one rate, so it moves at its slowest hop's bandwidth and waits

@@ -81,6 +81,10 @@ struct CostHints {
 CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape& shape,
                                 const CostHints& hints = {});
 
+// What lower_collective would throw for this request, without building a plan; empty when it
+// can be lowered (scenario binding uses it to point at the offending YAML node).
+std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape);
+
 // Alpha-beta estimate of a plan's time in seconds under the hints (used by kAuto and tests).
 double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints);
 

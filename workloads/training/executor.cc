@@ -1,6 +1,9 @@
 #include "workloads/training/executor.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "sim/error.h"
 
@@ -49,6 +52,32 @@ TrainingExecutor::TrainingExecutor(topo::ClusterResources& res, CollectiveRuntim
   traced_.assign(n, 0);
   for (uint32_t r : opt.trace_ranks)
     if (r < n) traced_[r] = 1;
+  check_algorithms(opt.algorithm_at);
+}
+
+// Every collective the programs run with a chosen (not auto) algorithm must be one that
+// algorithm implements on that dimension's group shape; checked on one group per (dimension, op)
+// before anything is simulated, and reported where the scenario chose the algorithm.
+void TrainingExecutor::check_algorithms(const std::array<std::string, kNumDims>& algorithm_at) const {
+  std::vector<uint32_t> first_rank(classes_.size(), layout_.world());
+  for (uint32_t r = layout_.world(); r-- > 0;) first_rank[class_of_[r]] = r;
+  std::set<std::pair<Dim, CollectiveOp>> checked;
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    if (first_rank[c] == layout_.world()) continue;  // a class no rank runs
+    for (const Op& op : classes_[c].ops()) {
+      const auto d = static_cast<size_t>(op.dim);
+      if (op.kind != OpKind::kCollective || algorithm_[d] == Algorithm::kAuto || layout_.size(op.dim) <= 1) continue;
+      if (!checked.emplace(op.dim, op.coll).second) continue;
+      CollectiveRequest req;
+      req.op = op.coll;
+      req.algorithm = algorithm_[d];
+      layout_.members(first_rank[c], op.dim, req.group);
+      req.bytes = op.bytes;
+      const std::string problem = collective_problem(req, shape_);
+      if (problem.empty()) continue;
+      throw sim::ConfigError(algorithm_at[d].empty() ? problem : algorithm_at[d] + ": " + problem);
+    }
+  }
 }
 
 void TrainingExecutor::start() {

@@ -42,6 +42,8 @@ struct ExecutorOptions {
   // Collective algorithm per dimension (kAuto: chosen per size and group shape).
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};
+  // Prefix for errors of a dimension's algorithm (where the scenario gave it), or empty.
+  std::array<std::string, kNumDims> algorithm_at;
 };
 
 class TrainingExecutor : public sim::ActivityOwner, public CollectiveListener, public sim::PendingWork {
@@ -89,6 +91,7 @@ class TrainingExecutor : public sim::ActivityOwner, public CollectiveListener, p
   void complete(uint32_t rank, Stream s);
   void charge_compute_gap(uint32_t rank, const Program& p, const Op& op);
   const CollectivePlan& plan_for(Dim d, CollectiveOp op, double bytes, uint32_t any_member);
+  void check_algorithms(const std::array<std::string, kNumDims>& algorithm_at) const;
   uint64_t slot(uint32_t rank, int8_t peer, uint32_t message) const;
   bool arrived(uint32_t rank, int8_t peer, uint32_t message) const;
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);

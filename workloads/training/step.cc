@@ -50,13 +50,7 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
     class_of[rank] = static_cast<uint16_t>(layout.coord(rank, Dim::kPp));
 
   const auto& topo = res.topology();
-  ClusterShape shape;
-  shape.gpus_per_node = topo.gpus_per_node();
-  shape.nics_per_node = topo.gpus_per_node();
-  if (topo.kind() == topo::TopologyKind::kTorus) {
-    shape.torus = true;
-    shape.torus_dims = topo.torus_dims();
-  }
+  const ClusterShape shape = cluster_shape_of(topo);
   RuntimeOptions ro;
   ro.step_overhead = job.step_overhead;
   CostHints hints = cost_hints_for(res, ro);
@@ -64,6 +58,7 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
   eo.algorithm = job.algorithm;
+  eo.algorithm_at = ts.algorithm_at;
   TrainingExecutor exec(res, runtime, layout, plan.programs, std::move(class_of), shape, hints, eo);
   auto& sim = res.simulation();
   sim.add_pending_work(&exec);

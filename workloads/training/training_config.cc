@@ -134,6 +134,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       std::string a = c->get_enum(keys[d], {"auto", "ring", "tree", "halving-doubling", "hierarchical", "torus", "direct"},
                                   "auto");
       j.algorithm[d] = parse_algorithm(a);
+      if (auto node = c->find(keys[d])) ts.algorithm_at[d] = node->location() + ": " + node->path();
     }
   }
   if (auto m = w.find("memory")) ts.allow_oom = m->get_bool("allow_oom", false);

@@ -15,6 +15,9 @@
 //     memory: {allow_oom: false}
 #pragma once
 
+#include <array>
+#include <string>
+
 #include "sim/config.h"
 #include "topology/catalog.h"
 #include "workloads/training/training.h"
@@ -24,6 +27,9 @@ namespace wl {
 struct TrainingSettings {
   TrainingJob job;
   bool allow_oom = false;
+  // Where each dimension's collective algorithm was given ("file:line:col: workload.collectives.dp"),
+  // empty when it was not: an algorithm that cannot run there is reported at that place.
+  std::array<std::string, kNumDims> algorithm_at;
 };
 
 ModelSpec bind_model(const sim::ConfigNode& model);
