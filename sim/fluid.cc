@@ -19,33 +19,38 @@ FluidModel::FluidModel(Simulation& sim) : sim_(sim) { handler_ = sim_.add_handle
 
 ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
-  ConstraintRec c;
-  c.capacity = capacity;
-  c.name = std::move(name);
-  constraints_.push_back(std::move(c));
-  return ConstraintId(static_cast<uint32_t>(constraints_.size() - 1));
+  constraints_.emplace_back();
+  settings_.push_back(Settings{capacity, 1.0, true});
+  names_.push_back(std::move(name));
+  const auto c = static_cast<uint32_t>(constraints_.size() - 1);
+  constraints_[c].effective = settings_[c].effective();
+  return ConstraintId(c);
+}
+
+void FluidModel::set_settings(uint32_t c, const Settings& s) {
+  settings_[c] = s;
+  constraints_[c].effective = s.effective();
+  if (!constraints_[c].users.empty()) mark_dirty(c);
 }
 
 void FluidModel::set_capacity(ConstraintId c, double capacity) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
-  constraints_[c.value].capacity = capacity;
-  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
+  Settings s = settings_[c.value];
+  s.capacity = capacity;
+  set_settings(c.value, s);
 }
 
 void FluidModel::set_up(ConstraintId c, bool up) {
-  constraints_[c.value].up = up;
-  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
+  Settings s = settings_[c.value];
+  s.up = up;
+  set_settings(c.value, s);
 }
 
 void FluidModel::set_speed_factor(ConstraintId c, double factor) {
   SIM_ASSERT(factor >= 0.0 && std::isfinite(factor), "speed factor must be finite and >= 0");
-  constraints_[c.value].speed = factor;
-  if (!constraints_[c.value].users.empty()) mark_dirty(c.value);
-}
-
-double FluidModel::effective_capacity(ConstraintId c) const {
-  const auto& r = constraints_[c.value];
-  return r.up ? r.capacity * r.speed : 0.0;
+  Settings s = settings_[c.value];
+  s.speed = factor;
+  set_settings(c.value, s);
 }
 
 void FluidModel::mark_dirty(uint32_t c) {
@@ -83,7 +88,7 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
       if (u.weight <= 0.0) continue;
       SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
       auto& c = constraints_[u.constraint.value];
-      r.uses.push_back(UseRec{u.constraint.value, u.weight, static_cast<uint32_t>(c.users.size())});
+      r.uses.push_back(UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight});
       c.users.push_back(UserRef{a, static_cast<uint32_t>(r.uses.size() - 1)});
       mark_dirty(u.constraint.value);
     }
@@ -154,7 +159,7 @@ void FluidModel::settle() {
       if (rec.load != 0.0) {
         rec.load = 0.0;
         if (watcher_ && rec.watched)
-          watcher_->on_load_change(ConstraintId(c), sim_.now(), 0.0, rec.up ? rec.capacity * rec.speed : 0.0);
+          watcher_->on_load_change(ConstraintId(c), sim_.now(), 0.0, rec.effective);
       }
       continue;
     }
@@ -199,7 +204,7 @@ void FluidModel::solve_component(uint32_t seed) {
     double rate = ar.bound;
     for (const UseRec& u : ar.uses) {
       const auto& c = constraints_[u.constraint];
-      rate = std::min(rate, (c.up ? c.capacity * c.speed : 0.0) / u.weight);
+      rate = std::min(rate, c.effective / u.weight);
     }
     apply_rate(a, rate);
     update_loads();
@@ -212,7 +217,7 @@ void FluidModel::solve_component(uint32_t seed) {
   heap_.clear();
   for (size_t i = 0; i < comp_constraints_.size(); ++i) {
     auto& c = constraints_[comp_constraints_[i]];
-    c.remaining = c.up ? c.capacity * c.speed : 0.0;
+    c.remaining = c.effective;
     c.weight_sum = 0.0;
   }
   size_t unfixed = 0;
@@ -314,7 +319,7 @@ void FluidModel::update_loads() {
     if (load != r.load) {
       r.load = load;
       if (watcher_ && r.watched)
-        watcher_->on_load_change(ConstraintId(c), sim_.now(), load, r.up ? r.capacity * r.speed : 0.0);
+        watcher_->on_load_change(ConstraintId(c), sim_.now(), load, r.effective);
     }
   }
 }
@@ -359,10 +364,11 @@ void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
     if (!r.live || r.rate > 0.0) continue;
     out += "  activity " + std::to_string(a) + " (tag " + std::to_string(r.tag) + ") cannot progress:";
     for (const UseRec& u : r.uses) {
-      const auto& c = constraints_[u.constraint];
-      if (!c.up || c.capacity * c.speed <= 0.0)
-        out += " constraint '" + (c.name.empty() ? std::to_string(u.constraint) : c.name) + "' is " +
-               (c.up ? "at zero capacity" : "down");
+      const Settings& s = settings_[u.constraint];
+      const std::string& name = names_[u.constraint];
+      if (!s.up || constraints_[u.constraint].effective <= 0.0)
+        out += " constraint '" + (name.empty() ? std::to_string(u.constraint) : name) + "' is " +
+               (s.up ? "at zero capacity" : "down");
     }
     out += "\n";
     ++lines;
