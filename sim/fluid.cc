@@ -1,6 +1,8 @@
 #include "sim/fluid.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <string>
 
@@ -71,6 +73,7 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
   } else {
     a = static_cast<uint32_t>(activities_.size());
     activities_.emplace_back();
+    owners_.emplace_back();
   }
   ActivityRec& r = activities_[a];
   r.live = true;
@@ -79,21 +82,31 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
   r.bound = rate_bound;
   r.last_update = sim_.now();
   r.completion = EventId();
-  r.owner = owner;
-  r.tag = tag;
-  r.uses.clear();
+  owners_[a] = OwnerRec{owner, tag};
+  r.num_uses = 0;
   ++num_live_;
   if (work > 0.0) {
+    size_t n = 0;
+    for (const Use& u : uses) n += u.weight > 0.0 ? 1 : 0;
+    SIM_ASSERT(n <= UINT16_MAX, "an activity uses at most 65535 constraints");
+    if (n > r.uses_capacity) {  // a new region at the end of the pool; the old one is left unused
+      const size_t cap = std::bit_ceil(std::max<size_t>(n, 2));
+      SIM_ASSERT(use_pool_.size() + cap <= UINT32_MAX, "too many constraint uses");
+      r.uses_at = static_cast<uint32_t>(use_pool_.size());
+      r.uses_capacity = static_cast<uint16_t>(std::min<size_t>(cap, UINT16_MAX));
+      use_pool_.resize(use_pool_.size() + r.uses_capacity);
+    }
     for (const Use& u : uses) {
       if (u.weight <= 0.0) continue;
       SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
       auto& c = constraints_[u.constraint.value];
-      r.uses.push_back(UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight});
-      c.users.push_back(UserRef{a, static_cast<uint32_t>(r.uses.size() - 1)});
+      use_pool_[r.uses_at + r.num_uses] = UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight};
+      c.users.push_back(UserRef{a, r.num_uses});
+      ++r.num_uses;
       mark_dirty(u.constraint.value);
     }
   }
-  if (r.uses.empty()) {
+  if (r.num_uses == 0) {
     // Nothing to share: it runs at its bound (or finishes at once when unbounded or empty).
     bool instant = work <= 0.0 || !std::isfinite(rate_bound);
     r.rate = instant ? kUnbounded : rate_bound;
@@ -105,15 +118,15 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
 
 void FluidModel::detach(uint32_t a) {
   ActivityRec& r = activities_[a];
-  for (const UseRec& u : r.uses) {
+  for (const UseRec& u : uses(r)) {
     auto& users = constraints_[u.constraint].users;
     UserRef moved = users.back();
     users[u.pos] = moved;
     users.pop_back();
-    if (moved.activity != a) activities_[moved.activity].uses[moved.use].pos = u.pos;
+    if (moved.activity != a) use_pool_[activities_[moved.activity].uses_at + moved.use].pos = u.pos;
     mark_dirty(u.constraint);
   }
-  r.uses.clear();
+  r.num_uses = 0;
   r.live = false;
   --num_live_;
   free_activities_.push_back(a);
@@ -140,8 +153,8 @@ void FluidModel::on_event(uint32_t a) {
   SIM_ASSERT(r.live, "completion event for a finished activity");
   r.completion = EventId();
   r.remaining = 0.0;
-  ActivityOwner* owner = r.owner;
-  uint64_t tag = r.tag;
+  ActivityOwner* owner = owners_[a].owner;
+  uint64_t tag = owners_[a].tag;
   detach(a);
   if (owner) owner->on_activity_done(ActivityId(a), tag);
 }
@@ -187,7 +200,7 @@ void FluidModel::solve_component(uint32_t seed) {
       if (ar.mark == epoch_) continue;
       ar.mark = epoch_;
       comp_activities_.push_back(a);
-      for (const UseRec& u : ar.uses) {
+      for (const UseRec& u : uses(ar)) {
         if (constraints_[u.constraint].mark != epoch_) {
           constraints_[u.constraint].mark = epoch_;
           stack_.push_back(u.constraint);
@@ -202,7 +215,7 @@ void FluidModel::solve_component(uint32_t seed) {
     uint32_t a = comp_activities_[0];
     ActivityRec& ar = activities_[a];
     double rate = ar.bound;
-    for (const UseRec& u : ar.uses) {
+    for (const UseRec& u : uses(ar)) {
       const auto& c = constraints_[u.constraint];
       rate = std::min(rate, c.effective / u.weight);
     }
@@ -226,7 +239,7 @@ void FluidModel::solve_component(uint32_t seed) {
     ar.fixed = false;
     ar.new_rate = 0.0;
     ++unfixed;
-    for (const UseRec& u : ar.uses) constraints_[u.constraint].weight_sum += u.weight;
+    for (const UseRec& u : uses(ar)) constraints_[u.constraint].weight_sum += u.weight;
   }
   // Bounded activities sorted by bound (stable on index for determinism).
   std::vector<uint32_t>& bounded = bounded_;
@@ -261,7 +274,7 @@ void FluidModel::solve_component(uint32_t seed) {
     ar.fixed = true;
     ar.new_rate = rate;
     --unfixed;
-    for (const UseRec& u : ar.uses) {
+    for (const UseRec& u : uses(ar)) {
       auto& c = constraints_[u.constraint];
       c.remaining -= u.weight * rate;
       c.weight_sum -= u.weight;
@@ -284,7 +297,7 @@ void FluidModel::solve_component(uint32_t seed) {
     if (heap_.empty() || best_bound <= heap_.front().first) {
       uint32_t a = bounded[next_bounded++];
       freeze(a, best_bound);
-      for (const UseRec& u : activities_[a].uses) push(u.constraint);
+      for (const UseRec& u : uses(activities_[a])) push(u.constraint);
       continue;
     }
     auto [share, c] = heap_.front();
@@ -295,7 +308,7 @@ void FluidModel::solve_component(uint32_t seed) {
       uint32_t a = ur.activity;
       if (activities_[a].fixed) continue;
       freeze(a, share);
-      for (const UseRec& u : activities_[a].uses)
+      for (const UseRec& u : uses(activities_[a]))
         if (u.constraint != c) push(u.constraint);
     }
   }
@@ -314,7 +327,7 @@ void FluidModel::update_loads() {
     double load = 0.0;
     for (UserRef ur : r.users) {
       const ActivityRec& ar = activities_[ur.activity];
-      load += ar.uses[ur.use].weight * ar.rate;
+      load += use_pool_[ar.uses_at + ur.use].weight * ar.rate;
     }
     if (load != r.load) {
       r.load = load;
@@ -362,8 +375,8 @@ void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
   for (size_t a = 0; a < activities_.size() && lines < max_lines; ++a) {
     const ActivityRec& r = activities_[a];
     if (!r.live || r.rate > 0.0) continue;
-    out += "  activity " + std::to_string(a) + " (tag " + std::to_string(r.tag) + ") cannot progress:";
-    for (const UseRec& u : r.uses) {
+    out += "  activity " + std::to_string(a) + " (tag " + std::to_string(owners_[a].tag) + ") cannot progress:";
+    for (const UseRec& u : uses(r)) {
       const Settings& s = settings_[u.constraint];
       const std::string& name = names_[u.constraint];
       if (!s.up || constraints_[u.constraint].effective <= 0.0)

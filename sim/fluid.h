@@ -125,20 +125,30 @@ class FluidModel : public EventHandler {
     uint32_t pos;  // index of this activity in constraint's users
     double weight;
   };
-  struct ActivityRec {
-    bool live = false;
+  // What the solver touches, in one cache line (as ConstraintRec). The uses are a region of
+  // use_pool_ that stays with the slot when it is reused (grown when too small); owner and tag
+  // live in owners_, read once, at completion.
+  struct alignas(64) ActivityRec {
     double remaining = 0.0;
     double rate = 0.0;
     double bound = kUnbounded;
+    double new_rate = 0.0;  // solver scratch
     Time last_update;
     EventId completion;
+    uint32_t mark = 0;  // solver scratch
+    uint32_t uses_at = 0;
+    uint16_t num_uses = 0;
+    uint16_t uses_capacity = 0;
+    bool live = false;
+    bool fixed = false;  // solver scratch
+  };
+  static_assert(sizeof(ActivityRec) == 64);
+  struct OwnerRec {
     ActivityOwner* owner = nullptr;
     uint64_t tag = 0;
-    std::vector<UseRec> uses;
-    uint32_t mark = 0;
-    bool fixed = false;
-    double new_rate = 0.0;
   };
+  std::span<UseRec> uses(const ActivityRec& r) { return {use_pool_.data() + r.uses_at, r.num_uses}; }
+  std::span<const UseRec> uses(const ActivityRec& r) const { return {use_pool_.data() + r.uses_at, r.num_uses}; }
 
   void mark_dirty(uint32_t c);
   void detach(uint32_t a);
@@ -155,6 +165,8 @@ class FluidModel : public EventHandler {
   std::vector<Settings> settings_;  // per constraint
   std::vector<std::string> names_;  // per constraint
   std::vector<ActivityRec> activities_;
+  std::vector<OwnerRec> owners_;    // per activity slot
+  std::vector<UseRec> use_pool_;    // every slot's uses region
   std::vector<uint32_t> free_activities_;
   std::vector<uint32_t> dirty_;
   std::vector<uint32_t> unconstrained_;  // new activities with no constraint use

@@ -200,6 +200,45 @@ TEST(FluidModel, CancelFreesCapacityForOthers) {
   EXPECT_EQ(rec.done[0], Time::infinite());
 }
 
+// A freed activity slot is reused by the next start; when the new activity uses more constraints
+// than the slot held before, its uses must not spill into another activity's. Slot 0 first holds
+// a one-link flow, slot 1 a flow over links 4 and 5 (10 and 30 B/s: rate 10); slot 0 is then
+// reused by a flow over links 1, 2, 3 (40, 20, 60 B/s: rate 20). Worked by hand: each flow is alone
+// on its links, so its rate is its tightest link, and each link carries its one flow's rate.
+TEST(FluidModel, ReusedSlotWithMoreUsesKeepsOtherActivitiesIntact) {
+  Simulation s(1);
+  FluidModel& f = s.fluid();
+  auto l0 = f.add_constraint(100.0);
+  auto l1 = f.add_constraint(40.0);
+  auto l2 = f.add_constraint(20.0);
+  auto l3 = f.add_constraint(60.0);
+  auto l4 = f.add_constraint(10.0);
+  auto l5 = f.add_constraint(30.0);
+  Use first[] = {{l0, 1.0}};
+  Use other[] = {{l4, 1.0}, {l5, 1.0}};
+  Use wide[] = {{l1, 1.0}, {l2, 1.0}, {l3, 1.0}};
+  auto a = f.start(1e9, first, kUnbounded, nullptr, 0);
+  auto b = f.start(1e9, other, kUnbounded, nullptr, 1);
+  f.settle();
+  f.cancel(a);
+  auto c = f.start(1e9, wide, kUnbounded, nullptr, 2);
+  EXPECT_EQ(c.value, a.value) << "the freed slot is reused";
+  f.settle();
+  EXPECT_DOUBLE_EQ(f.rate(c), 20.0);
+  EXPECT_DOUBLE_EQ(f.rate(b), 10.0);
+  EXPECT_DOUBLE_EQ(f.load(l4), 10.0);
+  EXPECT_DOUBLE_EQ(f.load(l5), 10.0);
+  EXPECT_DOUBLE_EQ(f.load(l1), 20.0);
+  EXPECT_DOUBLE_EQ(f.load(l3), 20.0);
+  // Ending b must detach it from l4 and l5 (its uses still name them) and leave c alone.
+  f.cancel(b);
+  f.settle();
+  EXPECT_DOUBLE_EQ(f.load(l4), 0.0);
+  EXPECT_DOUBLE_EQ(f.load(l5), 0.0);
+  EXPECT_DOUBLE_EQ(f.rate(c), 20.0);
+  EXPECT_DOUBLE_EQ(f.load(l2), 20.0);
+}
+
 TEST(FluidModel, ResolveTouchesOnlyTheChangedComponent) {
   Simulation s(1);
   // 1000 independent links, one flow each: 1000 components.
