@@ -89,18 +89,19 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
     size_t n = 0;
     for (const Use& u : uses) n += u.weight > 0.0 ? 1 : 0;
     SIM_ASSERT(n <= UINT16_MAX, "an activity uses at most 65535 constraints");
-    if (n > r.uses_capacity) {  // a new region at the end of the pool; the old one is left unused
+    if (n > kInlineUses && n > r.uses_capacity) {  // a new pool region; the old one is left unused
       const size_t cap = std::bit_ceil(std::max<size_t>(n, 2));
       SIM_ASSERT(use_pool_.size() + cap <= UINT32_MAX, "too many constraint uses");
       r.uses_at = static_cast<uint32_t>(use_pool_.size());
       r.uses_capacity = static_cast<uint16_t>(std::min<size_t>(cap, UINT16_MAX));
       use_pool_.resize(use_pool_.size() + r.uses_capacity);
     }
+    UseRec* const out = n <= kInlineUses ? r.inline_uses : use_pool_.data() + r.uses_at;
     for (const Use& u : uses) {
       if (u.weight <= 0.0) continue;
       SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
       auto& c = constraints_[u.constraint.value];
-      use_pool_[r.uses_at + r.num_uses] = UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight};
+      out[r.num_uses] = UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight};
       c.users.push_back(UserRef{a, r.num_uses});
       ++r.num_uses;
       mark_dirty(u.constraint.value);
@@ -123,7 +124,7 @@ void FluidModel::detach(uint32_t a) {
     UserRef moved = users.back();
     users[u.pos] = moved;
     users.pop_back();
-    if (moved.activity != a) use_pool_[activities_[moved.activity].uses_at + moved.use].pos = u.pos;
+    if (moved.activity != a) use_data(activities_[moved.activity])[moved.use].pos = u.pos;
     mark_dirty(u.constraint);
   }
   r.num_uses = 0;
@@ -327,7 +328,7 @@ void FluidModel::update_loads() {
     double load = 0.0;
     for (UserRef ur : r.users) {
       const ActivityRec& ar = activities_[ur.activity];
-      load += use_pool_[ar.uses_at + ur.use].weight * ar.rate;
+      load += uses(ar)[ur.use].weight * ar.rate;
     }
     if (load != r.load) {
       r.load = load;

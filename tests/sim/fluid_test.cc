@@ -201,42 +201,46 @@ TEST(FluidModel, CancelFreesCapacityForOthers) {
 }
 
 // A freed activity slot is reused by the next start; when the new activity uses more constraints
-// than the slot held before, its uses must not spill into another activity's. Slot 0 first holds
-// a one-link flow, slot 1 a flow over links 4 and 5 (10 and 30 B/s: rate 10); slot 0 is then
-// reused by a flow over links 1, 2, 3 (40, 20, 60 B/s: rate 20). Worked by hand: each flow is alone
-// on its links, so its rate is its tightest link, and each link carries its one flow's rate.
+// than the slot held before, its uses must not spill into another activity's. Up to 4 uses sit in
+// the activity's record, more in a pool region per slot (5 and 6 uses: 8 places each, adjacent),
+// so: slot 0 holds a flow over links 0-4, slot 1 one over links 5-10; slot 0 is then reused by a
+// flow over links 11-19 (needs a bigger region), and at last by one over link 0 alone (back in the
+// record). Link i carries 10 (i + 1) B/s. Worked by hand: each flow is alone on its links, so its
+// rate is its tightest link, 10 (first + 1) B/s, and each of its links carries that rate.
 TEST(FluidModel, ReusedSlotWithMoreUsesKeepsOtherActivitiesIntact) {
   Simulation s(1);
   FluidModel& f = s.fluid();
-  auto l0 = f.add_constraint(100.0);
-  auto l1 = f.add_constraint(40.0);
-  auto l2 = f.add_constraint(20.0);
-  auto l3 = f.add_constraint(60.0);
-  auto l4 = f.add_constraint(10.0);
-  auto l5 = f.add_constraint(30.0);
-  Use first[] = {{l0, 1.0}};
-  Use other[] = {{l4, 1.0}, {l5, 1.0}};
-  Use wide[] = {{l1, 1.0}, {l2, 1.0}, {l3, 1.0}};
-  auto a = f.start(1e9, first, kUnbounded, nullptr, 0);
-  auto b = f.start(1e9, other, kUnbounded, nullptr, 1);
+  std::vector<ConstraintId> l;
+  for (int i = 0; i < 20; ++i) l.push_back(f.add_constraint(10.0 * (i + 1)));
+  auto over = [&](int first, int last) {
+    std::vector<Use> u;
+    for (int i = first; i <= last; ++i) u.push_back(Use{l[i], 1.0});
+    return u;
+  };
+  const std::vector<Use> ua = over(0, 4), ub = over(5, 10), uc = over(11, 19), ud = over(0, 0);
+  auto a = f.start(1e9, ua, kUnbounded, nullptr, 0);
+  auto b = f.start(1e9, ub, kUnbounded, nullptr, 1);
   f.settle();
   f.cancel(a);
-  auto c = f.start(1e9, wide, kUnbounded, nullptr, 2);
+  auto c = f.start(1e9, uc, kUnbounded, nullptr, 2);
   EXPECT_EQ(c.value, a.value) << "the freed slot is reused";
   f.settle();
-  EXPECT_DOUBLE_EQ(f.rate(c), 20.0);
-  EXPECT_DOUBLE_EQ(f.rate(b), 10.0);
-  EXPECT_DOUBLE_EQ(f.load(l4), 10.0);
-  EXPECT_DOUBLE_EQ(f.load(l5), 10.0);
-  EXPECT_DOUBLE_EQ(f.load(l1), 20.0);
-  EXPECT_DOUBLE_EQ(f.load(l3), 20.0);
-  // Ending b must detach it from l4 and l5 (its uses still name them) and leave c alone.
+  EXPECT_DOUBLE_EQ(f.rate(b), 60.0);
+  EXPECT_DOUBLE_EQ(f.rate(c), 120.0);
+  for (int i = 5; i <= 10; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 60.0) << "link " << i;
+  for (int i = 11; i <= 19; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 120.0) << "link " << i;
+  // Ending b must detach it from links 5-10 (its uses still name them) and leave c alone.
   f.cancel(b);
   f.settle();
-  EXPECT_DOUBLE_EQ(f.load(l4), 0.0);
-  EXPECT_DOUBLE_EQ(f.load(l5), 0.0);
-  EXPECT_DOUBLE_EQ(f.rate(c), 20.0);
-  EXPECT_DOUBLE_EQ(f.load(l2), 20.0);
+  for (int i = 5; i <= 10; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 0.0) << "link " << i;
+  EXPECT_DOUBLE_EQ(f.rate(c), 120.0);
+  f.cancel(c);
+  auto d = f.start(1e9, ud, kUnbounded, nullptr, 3);
+  EXPECT_EQ(d.value, c.value);
+  f.settle();
+  EXPECT_DOUBLE_EQ(f.rate(d), 10.0);
+  EXPECT_DOUBLE_EQ(f.load(l[0]), 10.0);
+  for (int i = 11; i <= 19; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 0.0) << "link " << i;
 }
 
 TEST(FluidModel, ResolveTouchesOnlyTheChangedComponent) {
