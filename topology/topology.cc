@@ -47,6 +47,7 @@ uint32_t Topology::add_vertex(std::string name) {
 uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, sim::Time latency, LinkKind kind,
                             uint8_t tier, bool parallel) {
   links_.push_back(Link{src, dst, bandwidth_Bps, latency, kind, tier, parallel});
+  link_latency_.push_back(latency);
   return static_cast<uint32_t>(links_.size() - 1);
 }
 
@@ -65,7 +66,7 @@ void Topology::route(uint32_t src_gpu, uint32_t dst_gpu, uint64_t flow_hash, Rou
     case TopologyKind::kEdgeList: route_edge_list(src_gpu, dst_gpu, flow_hash, out); break;
   }
   sim::Time total = sim::Time::zero();
-  for (uint32_t l : out.links) total += links_[l].latency;
+  for (uint32_t l : out.links) total += link_latency_[l];
   out.latency = total;
 }
 

@@ -218,6 +218,9 @@ class Topology {
   uint32_t gpus_per_node_ = 1;
   std::vector<std::string> vertex_names_;
   std::vector<Link> links_;
+  // links_[l].latency again, densely: route() sums it for every flow, and at 16k GPUs the Link
+  // records far outgrow the caches (a quarter of the lines to miss on).
+  std::vector<sim::Time> link_latency_;
 
   // Cluster: scale-up. GPU g: up link su_link_base_ + 2g, down link su_link_base_ + 2g + 1;
   // node n's switch is vertex su_vertex_base_ + n.
