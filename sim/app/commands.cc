@@ -1,7 +1,9 @@
 #include "sim/app/commands.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -11,6 +13,7 @@
 
 #include "sim/config.h"
 #include "sim/error.h"
+#include "sim/fingerprint.h"
 #include "sim/simulation.h"
 #include "sim/units.h"
 #include "topology/catalog.h"
@@ -26,6 +29,15 @@
 namespace app {
 
 namespace {
+
+void append_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::app);
+  if (!f) throw sim::UserError("cannot write " + path);
+  f << text;
+  if (!f) throw sim::UserError("error while writing " + path);
+}
+
+int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -160,6 +172,18 @@ std::vector<std::pair<std::string, double>> breakdown_parts(const wl::Breakdown&
           {"optimizer", b.optimizer}};
 }
 
+std::string collectives_fingerprint(const std::vector<wl::CollectiveResult>& results) {
+  std::string out = "collectives=";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (i) out += ",";
+    out += std::string(wl::op_name(r.op)) + "/" + std::string(wl::algorithm_name(r.algorithm)) + "/" +
+           std::to_string(r.ranks) + "/" + std::to_string(static_cast<int64_t>(r.size_bytes)) + ":" +
+           std::to_string(to_ns(r.time_s));
+  }
+  return out;
+}
+
 void print_training(const wl::TrainingSettings& ts, const wl::StepResult& r) {
   const auto& j = ts.job;
   std::printf("training step: %s, seq %lld, global batch %lld sequences (%.0f tokens), %lld GPUs\n", j.model.name.c_str(),
@@ -234,8 +258,13 @@ void add_training_json(nlohmann::ordered_json& out, const wl::TrainingSettings& 
 
 // kind: diloco -- one island's step (printed like kind: training), then the outer rounds.
 void run_diloco_workload(topo::ClusterResources& res, const wl::DilocoSettings& ds, bool quiet,
-                         nlohmann::ordered_json& j) {
+                         nlohmann::ordered_json& j, std::string& fingerprint) {
   auto r = wl::run_diloco(res, ds);
+  fingerprint = wl::step_fingerprint(r.step) + " diloco_total_ns=" + std::to_string(to_ns(r.diloco.total_time_s)) +
+                " diloco_outer_sync_ns=" + std::to_string(to_ns(r.diloco.outer_sync_time_s)) +
+                " diloco_events=" + std::to_string(r.diloco.events) +
+                " dp_total_ns=" + std::to_string(to_ns(r.data_parallel.total_time_s)) +
+                " dp_events=" + std::to_string(r.data_parallel.events);
   if (!quiet) {
     print_training(ds.island, r.step);
     std::printf("\n%s", wl::format_diloco_summary(ds, r).c_str());
@@ -328,10 +357,9 @@ int cmd_run(const RunOptions& opt) {
   sim::Simulation sim(sc.seed);
   std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
   std::unique_ptr<traces::ChromeTraceWriter> trace;
+  std::unique_ptr<sim::FingerprintObserver> fingerprint;
   std::vector<uint32_t> ranks;
-  if (!trace_path.empty()) {
-    traces::ChromeTraceOptions to;
-    to.path = trace_path;
+  if (!trace_path.empty() || !opt.fingerprint.empty()) {
     ranks = !opt.trace_ranks.empty() ? opt.trace_ranks : sc.trace_ranks;
     if (ranks.empty())
       for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) ranks.push_back(g);
@@ -340,6 +368,14 @@ int cmd_run(const RunOptions& opt) {
         throw sim::UserError("--trace-ranks: rank " + std::to_string(r) + " is outside the cluster (0.." +
                              std::to_string(sc.topology->num_gpus() - 1) + ")");
     }
+  }
+  if (!opt.fingerprint.empty()) {
+    fingerprint = std::make_unique<sim::FingerprintObserver>();
+    sim.observers().attach(fingerprint.get());
+  }
+  if (!trace_path.empty()) {
+    traces::ChromeTraceOptions to;
+    to.path = trace_path;
     to.processes.insert(ranks.begin(), ranks.end());
     trace = std::make_unique<traces::ChromeTraceWriter>(to);
     trace->set_metadata("scenario", sc.name);
@@ -349,7 +385,7 @@ int cmd_run(const RunOptions& opt) {
   }
 
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
-  if (trace) res.enable_link_counters(ranks);
+  if (!ranks.empty()) res.enable_link_counters(ranks);
   nlohmann::ordered_json j;
   j["scenario"] = sc.name;
   j["seed"] = sc.seed;
@@ -357,16 +393,25 @@ int cmd_run(const RunOptions& opt) {
     std::printf("clustersim: %s (seed %llu)\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
     std::printf("%s\n\n", sc.topology->describe().c_str());
   }
+  std::string fp;  // the workload's fingerprint fields
   if (sc.workload_kind == "training") {
     auto r = wl::run_training_step(res, sc.training, ranks);
     if (!opt.quiet) print_training(sc.training, r);
     add_training_json(j, sc.training, r);
+    fp = wl::step_fingerprint(r);
   } else if (sc.workload_kind == "diloco") {
-    run_diloco_workload(res, sc.diloco, opt.quiet, j);
+    run_diloco_workload(res, sc.diloco, opt.quiet, j, fp);
   } else {
     auto results = wl::run_collective_benchmark(res, sc.collectives);
     if (!opt.quiet) print_collectives(sc.collectives, results);
     add_collectives_json(j, results);
+    fp = collectives_fingerprint(results);
+  }
+  if (fingerprint) {
+    std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
+    append_file(opt.fingerprint, name + " events=" + std::to_string(sim.events_processed()) +
+                                     " end_ns=" + std::to_string(sim.now().count_ns()) + " " + fp +
+                                     " trace=" + fingerprint->summary() + "\n");
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!opt.quiet)

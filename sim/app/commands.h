@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<uint32_t> trace_ranks;
   std::string json;
   std::string resolved;
+  std::string fingerprint;  // append one golden fingerprint line (tests/golden/) to this file
   bool reproducible = false;
   bool quiet = false;
 };
@@ -30,6 +31,7 @@ struct TopologyOptions {
 struct ValidateOptions {
   std::string rows = "all";  // megatron | llama3 | all
   std::string json;
+  std::string fingerprint;  // one golden fingerprint line per row (tests/golden/)
   int threads = 2;
 };
 

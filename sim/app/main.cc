@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
   run_cmd->add_option("--json", run.json, "Write results as JSON");
   run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in)");
+  run_cmd->add_option("--fingerprint", run.fingerprint,
+                      "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE");
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
 
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
       ->check(CLI::IsMember({"megatron", "llama3", "all"}));
   val_cmd->add_option("--json", val.json, "Write the results as JSON");
+  val_cmd->add_option("--fingerprint", val.fingerprint, "Write one golden fingerprint line per row to FILE");
   val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::Range(1, 256));
 
   try {

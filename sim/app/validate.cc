@@ -91,7 +91,7 @@ int cmd_validate(const ValidateOptions& opt) {
   }
 
   auto wall0 = std::chrono::steady_clock::now();
-  auto results = wl::run_validation(rows, opt.threads);
+  auto results = wl::run_validation(rows, opt.threads, !opt.fingerprint.empty());
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   std::printf("validation: predicted vs published training throughput (tolerance %.0f %%)\n",
@@ -142,6 +142,14 @@ int cmd_validate(const ValidateOptions& opt) {
                opt.threads, opt.threads == 1 ? "" : "s");
   for (const auto& r : results) std::fprintf(stderr, "  %-22s %6.1f s\n", std::string(r.row.id).c_str(), r.wall_s);
 
+  if (!opt.fingerprint.empty()) {
+    std::string text;
+    for (const auto& r : results) text += wl::row_fingerprint(r) + "\n";
+    std::ofstream f(opt.fingerprint, std::ios::binary);
+    if (!f) throw sim::UserError("cannot write " + opt.fingerprint);
+    f << text;
+    if (!f) throw sim::UserError("error while writing " + opt.fingerprint);
+  }
   if (!opt.json.empty()) {
     nlohmann::ordered_json j;
     j["tolerance"] = wl::kValidationTolerance;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -143,25 +144,55 @@ const char* const kTwoNodeCollectives =
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // ---------------------------------------------------------------------------------------------
-// Every example scenario runs. The folder is listed when the test runs, so a new scenario is
-// covered without touching this file.
+// Every example scenario runs, and its golden fingerprint (tests/golden/scenarios.txt: events,
+// every simulated time in integer ns, peak memory per stage, a hash of the first 10,000 trace
+// records) is unchanged. The folder is listed when the test runs, so a new scenario is covered
+// without touching this file; a scenario without a golden line fails until
+// scripts/update-golden.sh has been run and its diff reviewed.
 
-TEST_F(CliScenarios, EveryExampleRuns) {
+// Golden lines by their first word (the scenario's file name, "default", or "validate:<row>").
+std::map<std::string, std::string> read_golden(const fs::path& p) {
+  std::map<std::string, std::string> lines;
+  std::istringstream in(read_text(p));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines[line.substr(0, line.find(' '))] = line;
+  return lines;
+}
+
+const char* const kGoldenHint =
+    "a golden fingerprint changed: if the change is intended, run scripts/update-golden.sh, review the diff "
+    "and say why in the commit message";
+
+TEST_F(CliScenarios, EveryExampleRunsAndMatchesItsGoldenFingerprint) {
+  auto golden = read_golden(kSourceDir / "tests" / "golden" / "scenarios.txt");
   auto scenarios = example_scenarios();
   ASSERT_GE(scenarios.size(), 4u) << "expected the example scenarios in workloads/scenarios/";
+  std::set<std::string> seen{"default"};
+  {
+    auto r = run({"run", "--quiet", "--fingerprint", "fp.txt"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    std::string line = read_text(file("fp.txt"));
+    EXPECT_EQ(line, golden["default"] + "\n") << kGoldenHint;
+  }
   for (const auto& s : scenarios) {
     SCOPED_TRACE(s.string());
-    auto r = run({"run", "--quiet", "--json", "out.json", s.string()});
+    const std::string name = s.filename().string();
+    seen.insert(name);
+    fs::remove(file("fp.txt"));
+    auto r = run({"run", "--quiet", "--json", "out.json", "--fingerprint", "fp.txt", s.string()});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(r.out, "") << "--quiet prints nothing";
     json j = read_json("out.json");
     EXPECT_TRUE(j.contains("scenario"));
     EXPECT_TRUE(j.contains("run"));
+    ASSERT_TRUE(golden.count(name)) << name << " has no line in tests/golden/scenarios.txt; " << kGoldenHint;
+    EXPECT_EQ(read_text(file("fp.txt")), golden[name] + "\n") << kGoldenHint;
     // Reported, not asserted: examples are meant to take seconds at most.
-    if (r.wall_s > 20) std::cout << "NOTE: " << s.filename().string() << " took " << r.wall_s << " s\n";
-    RecordProperty(s.filename().string(), std::to_string(r.wall_s) + " s");
+    if (r.wall_s > 20) std::cout << "NOTE: " << name << " took " << r.wall_s << " s\n";
+    RecordProperty(name, std::to_string(r.wall_s) + " s");
   }
+  for (const auto& [name, line] : golden) EXPECT_TRUE(seen.count(name)) << "stale golden line: " << line;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -143,11 +145,24 @@ std::string explain(const RowResult& r) {
 
 // One test for the whole table: ctest runs every discovered test in its own process, so checks
 // split over several tests would simulate all thirteen rows once each (about 80 s on two threads).
+// The same run checks each row's golden fingerprint (tests/golden/validate.txt, written by
+// scripts/update-golden.sh): any change to a row's simulated times, memory or trace shows here.
 TEST(ValidationAllRows, EveryRowWithinFifteenPercentOfPublished) {
-  auto results = run_validation(all_rows(), 2);
+  auto results = run_validation(all_rows(), 2, /*fingerprint=*/true);
   ASSERT_EQ(results.size(), 13u);
+  std::map<std::string, std::string> golden;
+  {
+    std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/golden/validate.txt");
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) golden[line.substr(0, line.find(' '))] = line;
+  }
+  EXPECT_EQ(golden.size(), results.size()) << "tests/golden/validate.txt has one line per row";
   for (const auto& r : results) {
     SCOPED_TRACE(std::string(r.row.id));
+    const std::string fp = row_fingerprint(r);
+    EXPECT_EQ(fp, golden[fp.substr(0, fp.find(' '))])
+        << "a golden fingerprint changed: if the change is intended, run scripts/update-golden.sh, review the "
+           "diff and say why in the commit message";
     ASSERT_TRUE(r.failure.empty()) << r.failure;
     // Coarse range first, independent of the tolerance: within a factor of 1.5 of the iteration
     // time implied by the published TF/GPU (published-results.md 1.2 lists them for Megatron,

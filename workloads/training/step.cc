@@ -1,6 +1,7 @@
 #include "workloads/training/step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "sim/error.h"
@@ -28,6 +29,22 @@ std::string describe_oom(const std::vector<StageMemory>& memory, double capacity
     if (biggest.first == std::string("activations"))
       out += " (" + std::to_string(m.in_flight_chunks) + " chunk-forwards in flight)";
   }
+  return out;
+}
+
+std::string step_fingerprint(const StepResult& r) {
+  auto ns = [](double seconds) { return std::to_string(std::llround(seconds * 1e9)); };
+  const Breakdown& b = r.mean;
+  std::string out = "step_ns=" + ns(r.step_time_s) + " compute_ns=" + ns(b.compute) +
+                    " tp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kTp)]) +
+                    " cp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kCp)]) +
+                    " pp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kPp)]) +
+                    " dp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDp)]) +
+                    " dp_outer_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDpOuter)]) + " bubble_ns=" + ns(b.bubble) +
+                    " optimizer_ns=" + ns(b.optimizer) + " mem=";
+  for (size_t i = 0; i < r.memory.size(); ++i)
+    out += (i ? "/" : "") + std::to_string(std::llround(r.memory[i].bytes.total()));
+  out += r.fits ? " fits" : " oom";
   return out;
 }
 

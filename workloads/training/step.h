@@ -37,6 +37,10 @@ struct StepResult {
 // One line per stage that does not fit, naming the stage, the excess and the largest part.
 std::string describe_oom(const std::vector<StageMemory>& memory, double capacity_bytes);
 
+// Golden fingerprint fields of a step (tests/golden/): step time and every breakdown part (mean
+// over ranks) in integer ns, the peak memory of each pipeline stage in bytes, fits or oom.
+std::string step_fingerprint(const StepResult& r);
+
 // Builds the programs, checks memory (throws sim::UserError when a stage does not fit and
 // allow_oom is false), runs the step and summarises it.
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sim/error.h"
+#include "sim/fingerprint.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
 #include "workloads/model/transformer.h"
@@ -163,7 +164,7 @@ bool runs_before(const PublishedRow& a, const PublishedRow& b) {
   return a.global_batch / a.dp > b.global_batch / b.dp;
 }
 
-RowResult simulate_row(const PublishedRow& row) {
+RowResult simulate_row(const PublishedRow& row, bool fingerprint) {
   RowResult r;
   r.row = row;
   auto t0 = std::chrono::steady_clock::now();
@@ -175,7 +176,16 @@ RowResult simulate_row(const PublishedRow& row) {
     sim::Simulation sim(1);
     topo::Topology topo = topo::build_cluster(setup.cluster);
     topo::ClusterResources res(sim, topo, setup.training.job.gpu, setup.resources);
-    r.step = run_training_step(res, setup.training, {});
+    sim::FingerprintObserver fp;
+    std::vector<uint32_t> traced;
+    if (fingerprint) {
+      sim.observers().attach(&fp);
+      for (uint32_t g = 0; g < std::min<uint32_t>(16, topo.num_gpus()); ++g) traced.push_back(g);
+      res.enable_link_counters(traced);
+    }
+    r.step = run_training_step(res, setup.training, traced);
+    r.events = sim.events_processed();
+    if (fingerprint) r.trace_fingerprint = fp.summary();
     for (const auto& m : r.step.memory) {
       double bytes = m.bytes.total() - (setup.in_place_gradient_all_reduce ? m.bytes.comm_buffers : 0.0);
       r.peak_memory_bytes = std::max(r.peak_memory_bytes, bytes);
@@ -251,7 +261,14 @@ double published_convention_flops_per_step(const PublishedRow& row) {
   return 0;
 }
 
-std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads) {
+std::string row_fingerprint(const RowResult& r) {
+  std::string line = "validate:" + std::string(r.row.id);
+  if (!r.failure.empty()) return line + " failed: " + r.failure;
+  return line + " events=" + std::to_string(r.events) + " " + step_fingerprint(r.step) +
+         " trace=" + r.trace_fingerprint;
+}
+
+std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint) {
   std::vector<RowResult> results(rows.size());
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -260,7 +277,7 @@ std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int
   // Each worker takes the next row and writes only its own slot: no other shared state.
   auto worker = [&] {
     for (size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1))
-      results[order[k]] = simulate_row(rows[order[k]]);
+      results[order[k]] = simulate_row(rows[order[k]], fingerprint);
   };
   size_t n = static_cast<size_t>(std::max(1, threads));
   n = std::min(n, std::max<size_t>(1, rows.size()));

@@ -54,15 +54,22 @@ struct RowResult {
   StepResult step;               // the full step summary (breakdown, memory)
   double peak_memory_bytes = 0;  // largest per-rank peak over the pipeline stages
   bool fits() const { return peak_memory_bytes <= step.capacity_bytes; }
+  uint64_t events = 0;
+  std::string trace_fingerprint;  // "<records>:<hash>" of the first 16 ranks' trace, when asked for
   double wall_s = 0;    // wall time of this row's simulation
   std::string failure;  // non-empty when the row could not be simulated
 };
+
+// The row's golden fingerprint line (tests/golden/validate.txt): "validate:<id> events=... <step
+// fingerprint> trace=<records>:<hash>", or "validate:<id> failed: <why>".
+std::string row_fingerprint(const RowResult& r);
 
 // Iteration FLOPs the source counts for one step of `row` (Eq. 3 for Megatron; PaLM model FLOPs
 // x tokens for Llama 3).
 double published_convention_flops_per_step(const PublishedRow& row);
 
 // Simulates every row (threads >= 1 workers; 0 is taken as 1). Results in the order of `rows`.
-std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads);
+// With `fingerprint`, the first 16 ranks are traced into a sim::FingerprintObserver (golden tests).
+std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint = false);
 
 }  // namespace wl
