@@ -42,10 +42,37 @@ void FluidModel::set_capacity(ConstraintId c, double capacity) {
   set_settings(c.value, s);
 }
 
-void FluidModel::set_up(ConstraintId c, bool up) {
+void ActivityOwner::on_activity_failed(ActivityId id, uint64_t tag) {
+  SIM_ASSERT(false, "an activity failed and its owner does not handle failures (activity " + std::to_string(id.value) +
+                        ", tag " + std::to_string(tag) + ")");
+}
+
+void FluidModel::set_up(ConstraintId c, bool up, DownPolicy policy) {
   Settings s = settings_[c.value];
   s.up = up;
   set_settings(c.value, s);
+  if (!up && policy == DownPolicy::kFail) fail_users(c.value);
+}
+
+void FluidModel::fail_users(uint32_t c) {
+  // Snapshot first: the owners' callbacks may start, cancel or fail activities, which reorders
+  // the users list and frees or reuses slots. An entry whose slot is no longer live, now holds
+  // another owner's or tag's activity, or no longer uses c, was cancelled (or failed) by an
+  // earlier callback and is skipped.
+  const size_t begin = failing_.size();
+  for (UserRef ur : constraints_[c].users) failing_.emplace_back(ur.activity, owners_[ur.activity]);
+  const size_t end = failing_.size();
+  for (size_t i = begin; i < end; ++i) {
+    const auto [a, who] = failing_[i];
+    const ActivityRec& r = activities_[a];
+    if (!r.live || owners_[a].owner != who.owner || owners_[a].tag != who.tag) continue;
+    bool uses_c = false;
+    for (const UseRec& u : uses(r)) uses_c = uses_c || u.constraint == c;
+    if (!uses_c) continue;
+    remove(a);
+    if (who.owner) who.owner->on_activity_failed(ActivityId(a), who.tag);
+  }
+  failing_.resize(begin);
 }
 
 void FluidModel::set_speed_factor(ConstraintId c, double factor) {
@@ -133,12 +160,23 @@ void FluidModel::detach(uint32_t a) {
   free_activities_.push_back(a);
 }
 
-void FluidModel::cancel(ActivityId id) {
-  ActivityRec& r = activities_[id.value];
-  SIM_ASSERT(r.live, "cancel of an activity that is not running");
+void FluidModel::remove(uint32_t a) {
+  ActivityRec& r = activities_[a];
   if (r.completion.valid()) sim_.cancel(r.completion);
   r.completion = EventId();
-  detach(id.value);
+  detach(a);
+}
+
+void FluidModel::cancel(ActivityId id) {
+  SIM_ASSERT(id.value < activities_.size() && activities_[id.value].live, "cancel of an activity that is not running");
+  remove(id.value);
+}
+
+void FluidModel::fail(ActivityId id) {
+  SIM_ASSERT(id.value < activities_.size() && activities_[id.value].live, "fail of an activity that is not running");
+  const OwnerRec who = owners_[id.value];
+  remove(id.value);
+  if (who.owner) who.owner->on_activity_failed(id, who.tag);
 }
 
 double FluidModel::remaining(ActivityId id) const {

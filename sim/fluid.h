@@ -15,6 +15,16 @@
 // that contain a dirty constraint, then moves the completion events of activities whose rate
 // changed. Progress is lazy: remaining work is brought up to date only when a rate changes.
 // Completion times round up to the next nanosecond, so an activity never ends before its work.
+//
+// Failure is model state, not an exception. A constraint taken down (`set_up(c, false, policy)`)
+// has effective capacity 0 until it is brought up again; what happens to its users depends on the
+// policy: kStall (the default) leaves them in place at rate 0 from the next settle on (bringing
+// the constraint up resumes them with the work they had left; if it never comes up they show in
+// the deadlock report), kFail removes them at once, one after another: each is detached from all
+// its constraints, its completion event is cancelled, its slot is freed as a finished one's, and
+// then its owner's on_activity_failed runs. Activities started on the constraint while it is
+// down stall. `fail(a)` fails one activity the same way; `cancel(a)` removes one without telling
+// its owner. The survivors are re-solved at the next settle.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +52,15 @@ class ActivityOwner {
  public:
   virtual ~ActivityOwner() = default;
   virtual void on_activity_done(ActivityId id, uint64_t tag) = 0;
+  // Told when one of its activities failed (FluidModel::fail, or a constraint it used was taken
+  // down with DownPolicy::kFail); the activity is already gone (its id is no longer active). It
+  // may start or cancel activities. Owners that can see failures override this; the default
+  // stops the program, since a failure nobody handles would leave the model silently wrong.
+  virtual void on_activity_failed(ActivityId id, uint64_t tag);
 };
+
+// What a constraint taken down does to the activities using it (see the header comment).
+enum class DownPolicy : uint8_t { kStall, kFail };
 
 // Told when a constraint's load (sum of weight * rate over its activities) changes at a settle.
 class ConstraintWatcher {
@@ -62,7 +80,9 @@ class FluidModel : public EventHandler {
   // --- constraints -----------------------------------------------------------------------------
   ConstraintId add_constraint(double capacity, std::string name = {});
   void set_capacity(ConstraintId c, double capacity);
-  void set_up(ConstraintId c, bool up);
+  // Takes a constraint down (effective capacity 0) or brings it up. Going down with kFail fails
+  // every activity that uses it now; `policy` does nothing when `up`.
+  void set_up(ConstraintId c, bool up, DownPolicy policy = DownPolicy::kStall);
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
   double load(ConstraintId c) const { return constraints_[c.value].load; }
@@ -76,8 +96,11 @@ class FluidModel : public EventHandler {
   // Starts an activity now; its rate is decided at the next settle. work must be >= 0; an activity
   // with no constraint use and no bound, or with zero work, completes at the next settle.
   ActivityId start(double work, std::span<const Use> uses, double rate_bound, ActivityOwner* owner, uint64_t tag);
-  // Removes an unfinished activity without telling its owner.
+  // Removes an unfinished activity (and its completion event) without telling its owner.
   void cancel(ActivityId a);
+  // Removes an unfinished activity as cancel does, then tells its owner on_activity_failed (an
+  // activity without owner is just removed).
+  void fail(ActivityId a);
   double rate(ActivityId a) const { return activities_[a.value].rate; }
   double remaining(ActivityId a) const;  // as of now
   bool active(ActivityId a) const { return activities_[a.value].live; }
@@ -159,6 +182,8 @@ class FluidModel : public EventHandler {
 
   void mark_dirty(uint32_t c);
   void detach(uint32_t a);
+  void remove(uint32_t a);  // cancels the completion event, then detaches
+  void fail_users(uint32_t c);
   void solve_component(uint32_t seed_constraint);
   void apply_rate(uint32_t a, double new_rate);
   void update_loads();  // of the constraints of the component just solved
@@ -188,6 +213,9 @@ class FluidModel : public EventHandler {
   std::vector<uint32_t> stack_;
   std::vector<std::pair<double, uint32_t>> heap_;
   std::vector<uint32_t> bounded_;
+  // The users of a constraint failing with kFail, snapshot before their owners run (which may start
+  // or cancel activities, or fail other constraints: each call uses the part past its own start).
+  std::vector<std::pair<uint32_t, OwnerRec>> failing_;
 };
 
 }  // namespace sim

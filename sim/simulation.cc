@@ -30,6 +30,7 @@ void Simulation::reschedule(EventId id, Time t) {
 void Simulation::cancel(EventId id) { queue_->cancel(id); }
 
 RunResult Simulation::run(Time horizon) {
+  SIM_ASSERT(!finished_, "Simulation::run after finish(): the observers have already been told the run ended");
   RunResult result;
   // Work started before run() (activities created during setup) is solved at the start time.
   if (fluid_->has_dirty()) {
@@ -68,8 +69,13 @@ RunResult Simulation::run(Time horizon) {
       for (auto* p : pending_) p->describe_pending(r, 20);
     }
   }
-  observers_.finish(now_);
   return result;
+}
+
+void Simulation::finish() {
+  if (finished_) return;
+  finished_ = true;
+  observers_.finish(now_);
 }
 
 }  // namespace sim

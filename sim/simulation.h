@@ -10,6 +10,11 @@
 // once (the fluid model re-solves the components that changed and moves completion events); repeat.
 // When the queue drains while registered work is still pending, the run ends with a deadlock
 // report naming what waits on what.
+//
+// A run may be split at horizons (`run(h1)`, `run(h2)`, `run()`) with the same result as one
+// `run()`. run() never finishes the observers: the owner calls `finish()` once, when the whole
+// run is over, which tells every observer the end time (sinks flush). finish() is idempotent; the
+// destructor does not call it (sinks finish in their own destructors, without an end time).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +73,12 @@ class Simulation {
   const RandomStreams& random() const { return random_; }
   const EventQueue& queue() const { return *queue_; }
 
-  // Runs until the queue drains or the next event lies beyond `horizon`.
+  // Runs until the queue drains or the next event lies beyond `horizon` (events at `horizon` run).
+  // May be called again to go on; observers are not finished (see finish()).
   RunResult run(Time horizon = Time::infinite());
+  // Tells the observers the run ended at now(); only the first call does anything. No run() after.
+  void finish();
+  bool finished() const { return finished_; }
   uint64_t events_processed() const { return events_; }
 
  private:
@@ -77,6 +86,7 @@ class Simulation {
   Time now_;
   uint64_t events_ = 0;
   uint64_t settles_ = 0;
+  bool finished_ = false;
   std::unique_ptr<EventQueue> queue_;
   std::vector<EventHandler*> handlers_;
   std::vector<PendingWork*> pending_;

@@ -384,6 +384,19 @@ int cmd_run(const RunOptions& opt) {
     sim.observers().attach(trace.get());
   }
 
+  // The observers are finished once, at the end of the workload; when the workload throws (a
+  // deadlocked step), still before the trace writer is destroyed, so the file ends at the time the
+  // run stopped. Errors of the trace writer are swallowed on that path only.
+  struct FinishOnExit {
+    sim::Simulation& sim;
+    ~FinishOnExit() {
+      try {
+        sim.finish();
+      } catch (...) {
+      }
+    }
+  } finish_on_exit{sim};
+
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
   if (!ranks.empty()) res.enable_link_counters(ranks);
   nlohmann::ordered_json j;
@@ -407,6 +420,7 @@ int cmd_run(const RunOptions& opt) {
     add_collectives_json(j, results);
     fp = collectives_fingerprint(results);
   }
+  sim.finish();  // the whole workload has run: observers learn the end time (the trace is closed)
   if (fingerprint) {
     std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
     append_file(opt.fingerprint, name + " events=" + std::to_string(sim.events_processed()) +

@@ -1,11 +1,13 @@
 // Tests of the fluid resource model: hand-solved max-min systems, the roofline of a kernel,
-// progress under rate changes, stalls and deadlock reports, and seeded property tests
-// (feasibility, bounds, max-min optimality, work conservation).
+// progress under rate changes, stalls and deadlock reports, failures (constraints down with
+// kFail, fail(id)), and seeded property tests (feasibility, bounds, max-min optimality, work
+// conservation).
 #include "sim/fluid.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -259,6 +261,247 @@ TEST(FluidModel, ResolveTouchesOnlyTheChangedComponent) {
   s.fluid().settle();
   // Only link 7's component: its old flow and the new one.
   EXPECT_EQ(s.fluid().solved_activities() - before, 2u);
+}
+
+// --- failures ----------------------------------------------------------------------------------
+
+// Runs scripted actions as events: at(t, f) runs f at simulated time t.
+class Script : public EventHandler {
+ public:
+  explicit Script(Simulation& s) : s_(s) { id_ = s.add_handler(this); }
+  void at(Time t, std::function<void()> f) {
+    actions_.push_back(std::move(f));
+    s_.schedule_at(t, id_, static_cast<uint32_t>(actions_.size() - 1));
+  }
+  void on_event(uint32_t i) override { actions_[i](); }
+
+ private:
+  Simulation& s_;
+  HandlerId id_;
+  std::vector<std::function<void()>> actions_;
+};
+
+// Records completions and failures by tag; `then` runs after a failure is recorded.
+class FailRecorder : public ActivityOwner {
+ public:
+  explicit FailRecorder(Simulation& s) : sim_(s) {}
+  void on_activity_done(ActivityId, uint64_t tag) override { set(done, tag); }
+  void on_activity_failed(ActivityId id, uint64_t tag) override {
+    EXPECT_FALSE(sim_.fluid().active(id)) << "a failed activity is gone when its owner hears of it";
+    set(failed, tag);
+    ++failures;
+    if (then) then(tag);
+  }
+  Time done_at(uint64_t tag) const { return tag < done.size() ? done[tag] : Time::infinite(); }
+  Time failed_at(uint64_t tag) const { return tag < failed.size() ? failed[tag] : Time::infinite(); }
+  std::vector<Time> done, failed;
+  int failures = 0;
+  std::function<void(uint64_t)> then;
+
+ private:
+  void set(std::vector<Time>& v, uint64_t tag) {
+    if (v.size() <= tag) v.resize(tag + 1, Time::infinite());
+    v[tag] = sim_.now();
+  }
+  Simulation& sim_;
+};
+
+// The system of the tests below: a 100 B/s link shared by flow A (100 B, tag 0, link only) and
+// flow B (200 B, tag 1, link and a 1000 B/s side constraint that only B uses). Both run at
+// 50 B/s (the link is the bottleneck); at 0.5 s A has done 25 B and has 75 B left, B 175 B.
+struct TwoFlows {
+  explicit TwoFlows(Simulation& s) : rec(s), script(s) {
+    FluidModel& f = s.fluid();
+    link = f.add_constraint(100.0, "link");
+    side = f.add_constraint(1000.0, "side of b");
+    Use ua[] = {{link, 1.0}};
+    Use ub[] = {{link, 1.0}, {side, 1.0}};
+    a = f.start(100.0, ua, kUnbounded, &rec, 0);
+    b = f.start(200.0, ub, kUnbounded, &rec, 1);
+  }
+  FailRecorder rec;
+  Script script;
+  ConstraintId link, side;
+  ActivityId a, b;
+};
+
+TEST(FluidModelFailure, DownWithFailFailsTheUsersAndTheSurvivorSpeedsUp) {
+  Simulation s(1);
+  TwoFlows t(s);
+  t.script.at(Time::ms(500), [&] { s.fluid().set_up(t.side, false, DownPolicy::kFail); });
+  auto r = s.run();
+  // B fails when the side goes down, at 0.5 s; A's 75 B left then run alone at 100 B/s: 0.75 s
+  // more, done at 1.25 s.
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(t.rec.failures, 1);
+  EXPECT_EQ(t.rec.failed_at(1), Time::ms(500));
+  EXPECT_EQ(t.rec.done_at(1), Time::infinite());
+  EXPECT_EQ(t.rec.done_at(0), Time::ms(1250));
+  EXPECT_EQ(s.fluid().num_active(), 0u);
+  EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(t.side), 0.0) << "the constraint stays down";
+  EXPECT_DOUBLE_EQ(s.fluid().load(t.link), 0.0);
+  EXPECT_DOUBLE_EQ(s.fluid().load(t.side), 0.0);
+}
+
+TEST(FluidModelFailure, DownWithStallLeavesTheUsersStalledAndReportsADeadlock) {
+  Simulation s(1);
+  TwoFlows t(s);
+  t.script.at(Time::ms(500), [&] { s.fluid().set_up(t.side, false, DownPolicy::kStall); });
+  auto r = s.run();
+  // B stalls at 0.5 s (rate 0, 175 B left, no callback); A gets the whole link and ends at
+  // 0.5 + 75 / 100 = 1.25 s; then the queue drains with B pending.
+  EXPECT_EQ(t.rec.failures, 0);
+  EXPECT_EQ(t.rec.done_at(0), Time::ms(1250));
+  EXPECT_EQ(t.rec.done_at(1), Time::infinite());
+  EXPECT_TRUE(s.fluid().active(t.b));
+  EXPECT_DOUBLE_EQ(s.fluid().rate(t.b), 0.0);
+  EXPECT_DOUBLE_EQ(s.fluid().remaining(t.b), 175.0);
+  EXPECT_TRUE(r.deadlocked);
+  EXPECT_EQ(r.end_time, Time::ms(1250));
+  EXPECT_NE(r.deadlock_report.find("tag 1"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("'side of b' is down"), std::string::npos) << r.deadlock_report;
+}
+
+TEST(FluidModelFailure, DownWithStallThenUpResumesWithTheWorkLeft) {
+  Simulation s(1);
+  TwoFlows t(s);
+  t.script.at(Time::ms(500), [&] { s.fluid().set_up(t.side, false); });  // kStall is the default
+  t.script.at(Time::sec(2), [&] { s.fluid().set_up(t.side, true); });
+  auto r = s.run();
+  // A ends at 1.25 s as above. B has 175 B left from 0.5 s; stalled until 2 s, then alone on the
+  // link at min(100, 1000) = 100 B/s: 1.75 s more, done at 3.75 s.
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(t.rec.failures, 0);
+  EXPECT_EQ(t.rec.done_at(0), Time::ms(1250));
+  EXPECT_EQ(t.rec.done_at(1), Time::ms(3750));
+}
+
+TEST(FluidModelFailure, OwnerMayStartWorkFromTheFailureCallback) {
+  Simulation s(1);
+  TwoFlows t(s);
+  ActivityId retry;
+  t.rec.then = [&](uint64_t tag) {
+    if (tag != 1) return;
+    Use u{t.link, 1.0};
+    retry = s.fluid().start(25.0, {&u, 1}, kUnbounded, &t.rec, 2);  // a 25 B retry on the link only
+  };
+  t.script.at(Time::ms(500), [&] { s.fluid().set_up(t.side, false, DownPolicy::kFail); });
+  auto r = s.run();
+  // At 0.5 s B fails and the retry starts; A (75 B left) and the retry share the link at 50 B/s:
+  // the retry ends at 0.5 + 25 / 50 = 1.0 s with A at 50 B left, which then runs alone at
+  // 100 B/s: done at 1.5 s. The retry reuses B's slot, so B's cancelled completion event (due at
+  // 4 s) must not fire for it.
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(retry.value, t.b.value) << "the retry took B's freed slot";
+  EXPECT_EQ(t.rec.failed_at(1), Time::ms(500));
+  EXPECT_EQ(t.rec.done_at(2), Time::ms(1000));
+  EXPECT_EQ(t.rec.done_at(0), Time::ms(1500));
+  EXPECT_EQ(r.end_time, Time::ms(1500));
+}
+
+TEST(FluidModelFailure, CallbackMayCancelOtherVictimsAndReuseTheirSlots) {
+  // Flows B1 (tag 1) and B2 (tag 2) use only the 100 B/s side constraint, 1000 B each (50 B/s
+  // each). At 0.5 s the side goes down with kFail. B1 is failed first; its owner cancels B2 and
+  // starts C (tag 3, 25 B on a 100 B/s link of its own), which takes B2's freed slot, and D (tag 4,
+  // 10 B on the side, now down). B2 is then skipped: it was cancelled, and its slot now holds C
+  // (another tag, not on the side). D was not a user when the side went down: it stalls, and runs
+  // when the side is back up at 2 s.
+  // Worked by hand: C alone on its link: 0.5 + 25 / 100 = 0.75 s. D alone on the side from 2 s:
+  // 2 + 10 / 100 = 2.1 s.
+  Simulation s(1);
+  FluidModel& f = s.fluid();
+  FailRecorder rec(s);
+  Script script(s);
+  auto side = f.add_constraint(100.0, "side");
+  auto link = f.add_constraint(100.0, "link");
+  Use us{side, 1.0}, ul{link, 1.0};
+  f.start(1000.0, {&us, 1}, kUnbounded, &rec, 1);
+  auto b2 = f.start(1000.0, {&us, 1}, kUnbounded, &rec, 2);
+  ActivityId c;
+  rec.then = [&](uint64_t tag) {
+    ASSERT_EQ(tag, 1u) << "only B1 fails";
+    f.cancel(b2);
+    c = f.start(25.0, {&ul, 1}, kUnbounded, &rec, 3);
+    f.start(10.0, {&us, 1}, kUnbounded, &rec, 4);
+  };
+  script.at(Time::ms(500), [&] { f.set_up(side, false, DownPolicy::kFail); });
+  script.at(Time::sec(2), [&] { f.set_up(side, true); });
+  auto r = s.run();
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(c.value, b2.value) << "C took B2's freed slot";
+  EXPECT_EQ(rec.failures, 1);
+  EXPECT_EQ(rec.failed_at(1), Time::ms(500));
+  EXPECT_EQ(rec.failed_at(2), Time::infinite());
+  EXPECT_EQ(rec.done_at(2), Time::infinite());
+  EXPECT_EQ(rec.done_at(3), Time::ms(750));
+  EXPECT_EQ(rec.done_at(4), Time::ms(2100));
+}
+
+TEST(FluidModelFailure, FailOneActivity) {
+  Simulation s(1);
+  TwoFlows t(s);
+  t.script.at(Time::ms(500), [&] { s.fluid().fail(t.b); });
+  auto r = s.run();
+  // As with the side down: B's owner hears at 0.5 s, A ends at 0.5 + 75 / 100 = 1.25 s; the side
+  // constraint is untouched (still up).
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(t.rec.failures, 1);
+  EXPECT_EQ(t.rec.failed_at(1), Time::ms(500));
+  EXPECT_EQ(t.rec.done_at(0), Time::ms(1250));
+  EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(t.side), 1000.0);
+}
+
+TEST(FluidModelFailure, FailWithoutOwnerJustRemoves) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto l = s.fluid().add_constraint(100.0);
+  Use u{l, 1.0};
+  auto orphan = s.fluid().start(1e9, {&u, 1}, kUnbounded, nullptr, 7);
+  s.fluid().start(100.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.fluid().settle();
+  s.fluid().fail(orphan);
+  auto r = s.run();
+  EXPECT_FALSE(r.deadlocked);
+  EXPECT_EQ(rec.done[0], Time::sec(1));  // alone from t=0: 100 / 100
+}
+
+TEST(FluidModelFailure, CancelAlsoCancelsTheCompletionEvent) {
+  // A (100 B alone on 100 B/s) is due at 1 s; cancelled at 0.5 s, and B (100 B) started in its
+  // freed slot then ends at 0.5 + 1 = 1.5 s, not at A's old 1 s.
+  Simulation s(1);
+  Recorder rec(s);
+  Script script(s);
+  auto l = s.fluid().add_constraint(100.0);
+  Use u{l, 1.0};
+  auto a = s.fluid().start(100.0, {&u, 1}, kUnbounded, &rec, 0);
+  ActivityId b;
+  script.at(Time::ms(500), [&] {
+    s.fluid().cancel(a);
+    b = s.fluid().start(100.0, {&u, 1}, kUnbounded, &rec, 1);
+  });
+  auto r = s.run();
+  EXPECT_FALSE(r.deadlocked);
+  EXPECT_EQ(b.value, a.value);
+  ASSERT_EQ(rec.done.size(), 2u);
+  EXPECT_EQ(rec.done[0], Time::infinite());
+  EXPECT_EQ(rec.done[1], Time::ms(1500));
+  EXPECT_EQ(r.events, 2u);  // the script's event and B's completion
+}
+
+// An owner that does not override on_activity_failed.
+class CompletionOnly : public ActivityOwner {
+ public:
+  void on_activity_done(ActivityId, uint64_t) override {}
+};
+
+TEST(FluidModelFailureDeathTest, UnhandledFailureStopsTheProgram) {
+  Simulation s(1);
+  CompletionOnly owner;
+  auto l = s.fluid().add_constraint(100.0);
+  Use u{l, 1.0};
+  auto a = s.fluid().start(100.0, {&u, 1}, kUnbounded, &owner, 3);
+  EXPECT_DEATH(s.fluid().fail(a), "does not handle failures");
+  EXPECT_DEATH(s.fluid().set_up(l, false, DownPolicy::kFail), "does not handle failures");
 }
 
 // --- property tests on seeded random systems ---------------------------------------------------
