@@ -85,6 +85,7 @@ class FluidModel : public EventHandler {
   void set_up(ConstraintId c, bool up, DownPolicy policy = DownPolicy::kStall);
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
+  bool is_up(ConstraintId c) const { return settings_[c.value].up; }
   double load(ConstraintId c) const { return constraints_[c.value].load; }
   const std::string& name(ConstraintId c) const { return names_[c.value]; }
   size_t num_constraints() const { return constraints_.size(); }

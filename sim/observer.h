@@ -46,7 +46,7 @@ struct SpanRecord {
   uint32_t category = kNoName;
   Time start;
   Time end;
-  std::array<SpanArg, 3> args{};
+  std::array<SpanArg, 4> args{};
 };
 
 struct CounterRecord {

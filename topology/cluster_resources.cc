@@ -100,6 +100,18 @@ void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double
   sim_.observers().counter(r);
 }
 
+void ClusterResources::fail_gpu(uint32_t gpu) {
+  SIM_ASSERT(gpu < sm_.size(), "fail_gpu on an unknown GPU");
+  auto& fluid = sim_.fluid();
+  const auto& links = topo_.links();
+  for (size_t i = 0; i < links.size(); ++i)
+    if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link_constraints_[i], false, sim::DownPolicy::kStall);
+  fluid.set_up(sm_[gpu], false, sim::DownPolicy::kFail);
+  fluid.set_up(hbm_[gpu], false, sim::DownPolicy::kFail);
+}
+
+bool ClusterResources::gpu_up(uint32_t gpu) const { return sim_.fluid().is_up(sm_[gpu]); }
+
 void ClusterResources::comm_begin(uint32_t gpu) {
   if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
     double held = std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);

@@ -70,6 +70,12 @@ class ClusterResources : public sim::ConstraintWatcher {
   void enable_link_counters(std::span<const uint32_t> gpus);
   void on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) override;
 
+  // The accelerator dies: its SM pool and HBM go down and fail every kernel running on them
+  // (their owners are told, sim::DownPolicy::kFail); its links go down and stall what crosses
+  // them (a dead GPU's NVLink and NIC traffic hangs, as NCCL does). Nothing comes back up.
+  void fail_gpu(uint32_t gpu);
+  bool gpu_up(uint32_t gpu) const;
+
   // A communication kernel starts / stops on `gpu`; nested calls are counted.
   void comm_begin(uint32_t gpu);
   void comm_end(uint32_t gpu);

@@ -409,6 +409,14 @@ int cmd_run(const RunOptions& opt) {
   std::string fp;  // the workload's fingerprint fields
   if (sc.workload_kind == "training") {
     auto r = wl::run_training_step(res, sc.training, ranks);
+    if (r.outcome != wl::StepOutcome::kCompleted) {
+      // A result, not a crash: the report says what waits on what; status 3 tells scripts.
+      std::fflush(stdout);
+      std::fprintf(stderr, "clustersim: the training step did not complete (%s at t=%lld ns): %s\n",
+                   r.outcome == wl::StepOutcome::kStuck ? "stuck" : "error",
+                   static_cast<long long>(sim.now().count_ns()), r.report.c_str());
+      return 3;
+    }
     if (!opt.quiet) print_training(sc.training, r);
     add_training_json(j, sc.training, r);
     fp = wl::step_fingerprint(r);

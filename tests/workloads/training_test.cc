@@ -12,7 +12,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
-#include "workloads/training/layout.h"
+#include "workloads/program/layout.h"
 #include "workloads/training/step.h"
 #include "workloads/training/training.h"
 
@@ -124,7 +124,7 @@ TEST(TrainingPipeline, RankClassesShareOneProgramPerStage) {
 double dp_ring_bytes(const TrainingPlan& plan, int64_t n) {
   double total = 0;
   for (const Op& op : plan.programs[0].ops()) {
-    if (op.kind != OpKind::kCollective || op.dim != Dim::kDp) continue;
+    if (op.kind != OpKind::kCollective || op.comm != static_cast<uint32_t>(Dim::kDp)) continue;
     double f = (op.coll == CollectiveOp::kAllReduce ? 2.0 : 1.0) * static_cast<double>(n - 1) / static_cast<double>(n);
     total += op.bytes * f;
   }
@@ -193,7 +193,7 @@ TEST(TrainingCompute, SingleGpuStepIsTheSumOfRooflineKernels) {
   auto plan = build_training(job);
   double sum = 0;
   for (const Op& op : plan.programs[0].ops())
-    if (op.kind == OpKind::kCompute) sum += op.seconds;
+    if (op.kind == OpKind::kTimed) sum += op.seconds;
   auto t = free_network(1);
   auto r = run_step(job, t);
   EXPECT_NEAR(r.step_time_s, sum, 1e-9 * plan.programs[0].ops().size() + 1e-9);
@@ -219,6 +219,57 @@ TEST(TrainingLayout, DefaultOrderKeepsTensorParallelInsideANode) {
   Layout d({8, 1, 4, 2, 1}, {Dim::kDp, Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDpOuter});
   d.members(0, Dim::kDp, g);
   EXPECT_EQ(g, (std::vector<uint32_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace wl
+
+namespace wl {
+namespace {
+
+// Kills a GPU at a given time, from inside the step (a scheduled event).
+class KillGpuAt : public StepHook, public sim::EventHandler {
+ public:
+  KillGpuAt(topo::ClusterResources& res, uint32_t gpu, sim::Time at) : res_(res), gpu_(gpu), at_(at) {}
+  void before_run(ProgramExecutor&) override {
+    auto& sim = res_.simulation();
+    sim.schedule_at(at_, sim.add_handler(this), 0);
+  }
+  void on_event(uint32_t) override { res_.fail_gpu(gpu_); }
+
+ private:
+  topo::ClusterResources& res_;
+  uint32_t gpu_;
+  sim::Time at_;
+};
+
+TEST(TrainingFailure, DeadGpuMidStepIsAStuckOutcomeNamingTheDeadRank) {
+  // TP 4 on 4 GPUs: every layer's TP all-reduces need all four ranks. GPU 3's SM pool and HBM go
+  // down half-way through the step (its running kernel fails, so rank 3 is dead); ranks 0-2 then
+  // wait for ever in a TP collective that misses rank 3. The step returns kStuck (no exception),
+  // and its report names rank 3 as dead and the TP group as missing it.
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
+  job.tp = 4;
+  auto t = free_network(4);
+  const double full = run_step(job, t).step_time_s;
+  sim::Simulation sim(1);
+  topo::ResourceOptions o;
+  o.comm_sms = 0;
+  o.comm_hbm_fraction = 0;
+  topo::ClusterResources res(sim, t, job.gpu, o);
+  TrainingSettings ts;
+  ts.job = job;
+  ts.allow_oom = true;
+  KillGpuAt kill(res, 3, sim::Time::from_seconds(full / 2));
+  StepResult r;
+  ASSERT_NO_THROW(r = run_training_step(res, ts, {}, &kill));
+  EXPECT_EQ(r.outcome, StepOutcome::kStuck);
+  EXPECT_NE(r.report.find("rank 3 (GPU 3) is dead since t="), std::string::npos) << r.report;
+  EXPECT_EQ(r.report.find("rank 3 compute"), std::string::npos) << "a dead rank is not 'running': " << r.report;
+  EXPECT_NE(r.report.find("waits for its tp group (3 of 4 members arrived; missing: rank 3 (dead))"),
+            std::string::npos)
+      << r.report;
+  EXPECT_LT(r.step_time_s, full);  // the last op any rank finished came before the end of a whole step
 }
 
 }  // namespace

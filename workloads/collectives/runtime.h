@@ -49,6 +49,10 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
 
   void on_event(uint32_t transfer) override;                       // latency elapsed
   void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
+  // A transfer through a constraint that failed never completes: its collective hangs (as NCCL's
+  // does) and its listener is never told; the workload reports it as pending.
+  void on_activity_failed(sim::ActivityId, uint64_t) override { ++failed_transfers_; }
+  uint64_t failed_transfers() const { return failed_transfers_; }
 
  private:
   struct Instance {
@@ -79,6 +83,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   std::vector<uint32_t> free_transfers_;
   size_t live_ = 0;
   uint64_t transfers_started_ = 0;
+  uint64_t failed_transfers_ = 0;
   // Scratch: per-link weight accumulation for one transfer (stamp avoids clearing).
   std::vector<uint32_t> link_stamp_;
   std::vector<uint32_t> link_slot_;

@@ -91,6 +91,8 @@ DilocoResult run_diloco(topo::ClusterResources& res, const DilocoSettings& s) {
   DilocoResult r;
   const DilocoConfig& c = s.config;
   r.step = run_training_step(res, s.island, {});
+  if (r.step.outcome != StepOutcome::kCompleted)
+    throw sim::UserError("the island's training step did not complete: " + r.step.report);
   r.params = static_cast<double>(count_params(s.island.job.model).total);
   r.sync_bytes = r.params * c.sync.bytes_per_param;
   const double lat = c.sync.latency.seconds();

@@ -48,8 +48,14 @@ std::string step_fingerprint(const StepResult& r) {
   return out;
 }
 
+double Breakdown::total() const {
+  double t = compute + optimizer + bubble;
+  for (double e : exposed) t += e;
+  return t;
+}
+
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
-                             const std::vector<uint32_t>& trace_ranks) {
+                             const std::vector<uint32_t>& trace_ranks, StepHook* hook) {
   const TrainingJob& job = ts.job;
   TrainingPlan plan = build_training(job);
   StepResult r;
@@ -61,12 +67,16 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
     throw sim::UserError("out of memory: " + describe_oom(plan.memory, r.capacity_bytes) +
                          " (set workload.memory.allow_oom: true to simulate anyway)");
 
-  Layout layout({job.tp, job.cp, job.pp, job.dp, job.dp_outer}, job.order);
-  std::vector<uint16_t> class_of(layout.world());
-  for (uint32_t rank = 0; rank < layout.world(); ++rank)
-    class_of[rank] = static_cast<uint16_t>(layout.coord(rank, Dim::kPp));
-
+  std::array<std::string, kNumDims> algorithm_at = ts.algorithm_at;
+  JobProgram jp = training_job_program(job, plan, algorithm_at);
+  const Layout& layout = jp.layout;
   const auto& topo = res.topology();
+  jp.rank_label = [&layout, &topo](uint32_t rank) {
+    return "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(rank)) + ", tp " +
+           std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
+           " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
+  };
+
   const ClusterShape shape = cluster_shape_of(topo);
   RuntimeOptions ro;
   ro.step_overhead = job.step_overhead;
@@ -74,14 +84,19 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
   CollectiveRuntime runtime(res, ro);
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
-  eo.algorithm = job.algorithm;
-  eo.algorithm_at = ts.algorithm_at;
-  TrainingExecutor exec(res, runtime, layout, plan.programs, std::move(class_of), shape, hints, eo);
+  ProgramExecutor exec(res, runtime, jp, shape, hints, eo);
   auto& sim = res.simulation();
   sim.add_pending_work(&exec);
   exec.start();
+  if (hook) hook->before_run(exec);
   auto run = sim.run();
-  if (run.deadlocked) throw sim::UserError("the training step did not finish: " + run.deadlock_report);
+  if (!exec.error().empty()) {
+    r.outcome = StepOutcome::kError;
+    r.report = exec.error();
+  } else if (run.deadlocked || !exec.finished()) {
+    r.outcome = StepOutcome::kStuck;
+    r.report = run.deadlock_report;
+  }
 
   r.step_time_s = (exec.step_end() - exec.step_start()).seconds();
   r.tokens_per_step = plan.tokens_per_step;
@@ -94,7 +109,11 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
   r.per_stage.assign(static_cast<size_t>(job.pp), Breakdown{});
   std::vector<double> count(static_cast<size_t>(job.pp), 0);
   for (uint32_t rank = 0; rank < layout.world(); ++rank) {
-    Breakdown b = exec.breakdown(rank);
+    Breakdown b;
+    b.compute = exec.category_seconds(rank, TrainingCategory::kCompute);
+    b.optimizer = exec.category_seconds(rank, TrainingCategory::kOptimizer);
+    b.bubble = exec.category_seconds(rank, TrainingCategory::kBubble);
+    for (size_t d = 0; d < kNumDims; ++d) b.exposed[d] = exec.category_seconds(rank, category_of(static_cast<Dim>(d)));
     auto st = layout.coord(rank, Dim::kPp);
     auto add = [](Breakdown& into, const Breakdown& x) {
       into.compute += x.compute;
@@ -116,7 +135,7 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
   for (size_t s = 0; s < r.per_stage.size(); ++s) scale(r.per_stage[s], 1.0 / count[s]);
   r.events = sim.events_processed();
   r.ops = exec.ops_executed();
-  r.rank_classes = plan.programs.size();
+  r.rank_classes = jp.templates.size();
   r.plans = exec.plans_lowered();
   return r;
 }

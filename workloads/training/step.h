@@ -8,14 +8,29 @@
 #include <string>
 #include <vector>
 
+#include <array>
+
 #include "topology/cluster_resources.h"
-#include "workloads/training/executor.h"
+#include "workloads/program/executor.h"
 #include "workloads/training/training.h"
 #include "workloads/training/training_config.h"
 
 namespace wl {
 
+// Parts of one rank's step time, in seconds (from the executor's training categories).
+struct Breakdown {
+  double compute = 0, optimizer = 0, bubble = 0;
+  std::array<double, kNumDims> exposed{};  // indexed by Dim (kPp: exposed pipeline transfers)
+  double total() const;
+};
+
+// How a simulated step ended: every rank finished; or it could not finish (a dead rank, a hang):
+// `report` names what waits on what; or the program was malformed (`report` says how).
+enum class StepOutcome { kCompleted, kStuck, kError };
+
 struct StepResult {
+  StepOutcome outcome = StepOutcome::kCompleted;
+  std::string report;  // why the step did not complete (empty when it did)
   double step_time_s = 0;
   double tokens_per_step = 0;
   double tokens_per_s = 0;
@@ -41,9 +56,17 @@ std::string describe_oom(const std::vector<StageMemory>& memory, double capacity
 // over ranks) in integer ns, the peak memory of each pipeline stage in bytes, fits or oom.
 std::string step_fingerprint(const StepResult& r);
 
+// Called once the executor exists and before the step runs (e.g. to schedule failures).
+class StepHook {
+ public:
+  virtual ~StepHook() = default;
+  virtual void before_run(ProgramExecutor& exec) = 0;
+};
+
 // Builds the programs, checks memory (throws sim::UserError when a stage does not fit and
-// allow_oom is false), runs the step and summarises it.
+// allow_oom is false), runs the step and summarises it. A step that cannot finish is an outcome
+// (kStuck, kError with its report), not an exception; the times are then those reached.
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
-                             const std::vector<uint32_t>& trace_ranks);
+                             const std::vector<uint32_t>& trace_ranks, StepHook* hook = nullptr);
 
 }  // namespace wl

@@ -291,6 +291,8 @@ class StageBuilder {
   }
 
   Program build(int32_t* peak_in_flight_out) {
+    // Streams in the order of their trace thread ids.
+    for (const char* name : {"compute", "tp", "cp", "pp send", "pp recv", "dp", "dp outer"}) p_.add_stream(name);
     order_ = pipeline_order(params_, stage_);
     *peak_in_flight_out = peak_in_flight(order_);
     int32_t v = params_.virtual_stages, m = params_.micro_batches;
@@ -316,7 +318,6 @@ class StageBuilder {
       }
     }
     optimizer();
-    p_.set_num_messages(static_cast<uint32_t>(v * m), static_cast<uint32_t>(v * m));
     p_.finalize();
     return std::move(p_);
   }
@@ -325,10 +326,10 @@ class StageBuilder {
   int32_t global(int32_t chunk) const { return chunk * params_.stages + stage_; }
   int32_t last_global() const { return chunks_total_ - 1; }
 
-  uint32_t add_compute(const Cost& c, const std::string& name, Category cat, int32_t mb, int32_t layer) {
+  uint32_t add_compute(const Cost& c, const std::string& name, TrainingCategory cat, int32_t mb, int32_t layer) {
     Op op;
-    op.kind = OpKind::kCompute;
-    op.stream = Stream::kCompute;
+    op.kind = OpKind::kTimed;
+    op.stream = kComputeStream;
     op.category = cat;
     op.seconds = c.seconds;
     op.sm_load = c.seconds > 0 ? c.sm_s / c.seconds : 0;
@@ -347,24 +348,24 @@ class StageBuilder {
                           const std::vector<uint32_t>& deps) {
     Op op;
     op.kind = OpKind::kCollective;
-    op.dim = d;
+    op.comm = static_cast<uint32_t>(d);  // training's communicators are numbered by Dim
     op.coll = coll;
     op.bytes = bytes;
     op.stream = stream_for(d);
-    op.category = d == Dim::kTp ? Category::kTp : d == Dim::kCp ? Category::kCp : Category::kDp;
+    op.category = category_of(d);
     op.name = p_.intern(name);
     op.micro_batch = mb;
     op.layer = layer;
     return p_.add(op, deps);
   }
 
-  static Stream stream_for(Dim d) {
+  static uint16_t stream_for(Dim d) {
     switch (d) {
-      case Dim::kTp: return Stream::kTp;
-      case Dim::kCp: return Stream::kCp;
-      case Dim::kDp: return Stream::kDp;
-      case Dim::kDpOuter: return Stream::kDpOuter;
-      default: return Stream::kPpSend;
+      case Dim::kTp: return kTpStream;
+      case Dim::kCp: return kCpStream;
+      case Dim::kDp: return kDpStream;
+      case Dim::kDpOuter: return kDpOuterStream;
+      default: return kPpSendStream;
     }
   }
 
@@ -379,7 +380,7 @@ class StageBuilder {
   }
 
   // Emits a recipe; the first compute waits on the frontier; returns the index of its first compute.
-  int64_t emit(const Recipe& r, int32_t mb, int32_t layer, Category cat, const std::string& suffix) {
+  int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat, const std::string& suffix) {
     int64_t first = -1;
     std::vector<uint32_t> comms;
     for (const Piece& pc : r) {
@@ -407,18 +408,18 @@ class StageBuilder {
     if (g > 0) recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
     if (g == 0) {
       fsdp_gather_whole(embed_params_, "embedding", mb);
-      emit(embed_.fwd, mb, -1, Category::kCompute, "");
+      emit(embed_.fwd, mb, -1, TrainingCategory::kCompute, "");
     }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     for (int64_t i = 0; i < n; ++i) {
       int64_t l = l0 + i;
       fsdp_gather_before(mb, chunk, i, layer_first, "fwd");
-      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
+      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
     }
     if (g == last_global()) {
       fsdp_gather_whole(head_params_, "head", mb);
-      emit(head_.fwd, mb, -1, Category::kCompute, "");
+      emit(head_.fwd, mb, -1, TrainingCategory::kCompute, "");
     }
     if (g < last_global())
       send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), "send act", mb);
@@ -431,7 +432,7 @@ class StageBuilder {
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
     if (g == last_global()) {
       fsdp_gather_whole(head_params_, "head", mb);
-      emit(hb, mb, -1, Category::kCompute, "");
+      emit(hb, mb, -1, TrainingCategory::kCompute, "");
       if (!input_only) fsdp_reduce_whole(head_params_, "head", mb, grads_final);
     }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
@@ -441,15 +442,15 @@ class StageBuilder {
       int64_t l = l0 + i;
       fsdp_gather_before(mb, chunk, n - 1 - i, layer_first, "bwd");
       if (job_.recompute == Recompute::kFull)
-        layer_first[n - 1 - i] = emit(layer_.recompute, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
-      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), Category::kCompute,
+        layer_first[n - 1 - i] = emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
+      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute,
                        layer_suffix(l));
       if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
       if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
     }
     if (g == 0) {
       fsdp_gather_whole(embed_params_, "embedding", mb);
-      emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, Category::kCompute, "");
+      emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute, "");
       if (!input_only) fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
     }
     if (!input_only) flush_grads(mb, chunk, grads_final, bucket, g);
@@ -460,18 +461,18 @@ class StageBuilder {
     int32_t g = global(chunk);
     bool grads_final = mb == last_grad_mb_[chunk];
     if (g == last_global()) {
-      emit(head_.bwd_weight, mb, -1, Category::kCompute, "");
+      emit(head_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
       fsdp_reduce_whole(head_params_, "head", mb, grads_final);
     }
     int64_t l0 = first_layer_[g], n = chunk_layers_[g];
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
-      emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), Category::kCompute, layer_suffix(l));
+      emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
       grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
     }
     if (g == 0) {
-      emit(embed_.bwd_weight, mb, -1, Category::kCompute, "");
+      emit(embed_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
       fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
     }
     flush_grads(mb, chunk, grads_final, bucket, g);
@@ -574,26 +575,31 @@ class StageBuilder {
     c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
     c.seconds = c.hbm_s;
     // Waits for every gradient collective: the last op of each data-parallel stream.
-    for (Stream s : {Stream::kDp, Stream::kDpOuter}) {
+    for (uint16_t s : {kDpStream, kDpOuterStream}) {
       for (int64_t i = static_cast<int64_t>(p_.ops().size()) - 1; i >= 0; --i)
         if (p_.op(static_cast<uint32_t>(i)).stream == s) {
           frontier_.push_back(static_cast<uint32_t>(i));
           break;
         }
     }
-    add_compute(c, "optimizer step", Category::kOptimizer, -1, -1);
+    add_compute(c, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
   }
 
   // --- pipeline messages ------------------------------------------------------------------------
 
+  // Pipeline messages go to the stage `peer` = +1 (next) or -1 (previous) along pp, wrapping
+  // around; a message's tag is its index within its direction of travel times 2, plus 1 when it
+  // travels backwards, so activations and gradients between the same two ranks never match.
+  static uint32_t message_tag(uint32_t message, bool travels_forward) { return 2 * message + (travels_forward ? 0 : 1); }
+
   void recv(int8_t peer, uint32_t message, int32_t mb, const std::string& what) {
     Op op;
     op.kind = OpKind::kRecv;
-    op.stream = Stream::kPpRecv;
-    op.category = Category::kPp;
-    op.dim = Dim::kPp;
+    op.stream = kPpRecvStream;
+    op.category = TrainingCategory::kPp;
+    op.peer_axis = static_cast<uint8_t>(Dim::kPp);
     op.peer = peer;
-    op.message = message;
+    op.tag = message_tag(message, peer < 0);
     op.name = p_.intern(what + mb_suffix(mb));
     op.micro_batch = mb;
     frontier_.push_back(p_.add(op));
@@ -602,11 +608,11 @@ class StageBuilder {
   void send(int8_t peer, uint32_t message, const std::string& what, int32_t mb) {
     Op op;
     op.kind = OpKind::kSend;
-    op.stream = Stream::kPpSend;
-    op.category = Category::kPp;
-    op.dim = Dim::kPp;
+    op.stream = kPpSendStream;
+    op.category = TrainingCategory::kPp;
+    op.peer_axis = static_cast<uint8_t>(Dim::kPp);
     op.peer = peer;
-    op.message = message;
+    op.tag = message_tag(message, peer > 0);
     op.bytes = pp_bytes_;
     op.name = p_.intern(what + mb_suffix(mb));
     op.micro_batch = mb;
@@ -640,6 +646,40 @@ class StageBuilder {
 };
 
 }  // namespace
+
+TrainingCategory category_of(Dim d) {
+  switch (d) {
+    case Dim::kTp: return TrainingCategory::kTp;
+    case Dim::kCp: return TrainingCategory::kCp;
+    case Dim::kPp: return TrainingCategory::kPp;
+    case Dim::kDp: return TrainingCategory::kDp;
+    case Dim::kDpOuter: return TrainingCategory::kDpOuter;
+    case Dim::kCount: break;
+  }
+  return TrainingCategory::kCompute;
+}
+
+JobProgram training_job_program(const TrainingJob& job, TrainingPlan& plan,
+                                const std::array<std::string, kNumDims>& algorithm_at) {
+  JobProgram jp;
+  jp.layout = Layout({job.tp, job.cp, job.pp, job.dp, job.dp_outer}, job.order);
+  jp.templates = std::move(plan.programs);
+  const uint32_t world = jp.layout.world();
+  jp.template_of_rank.resize(world);
+  for (uint32_t rank = 0; rank < world; ++rank) jp.template_of_rank[rank] = jp.layout.coord(rank, Dim::kPp);
+  for (size_t d = 0; d < kNumDims; ++d) {
+    Communicator c;
+    c.name = std::string(dim_name(static_cast<Dim>(d)));
+    c.generated = true;
+    c.axis = static_cast<Dim>(d);
+    c.algorithm = job.algorithm[d];
+    c.algorithm_at = algorithm_at[d];
+    jp.add_comm(std::move(c));
+  }
+  jp.categories = {"compute", "bubble", "tp", "cp", "pp", "dp", "dp_outer", "optimizer"};
+  jp.idle_category = TrainingCategory::kBubble;
+  return jp;
+}
 
 TrainingPlan build_training(const TrainingJob& job) {
   job.validate();

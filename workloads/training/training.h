@@ -28,12 +28,19 @@
 #include "workloads/model/memory.h"
 #include "workloads/model/transformer.h"
 #include "workloads/schedules/pipeline_order.h"
-#include "workloads/training/layout.h"
-#include "workloads/training/program.h"
+#include "workloads/program/layout.h"
+#include "workloads/program/program.h"
 
 namespace wl {
 
 enum class DataParallel { kDdp, kZero1, kZero2, kFsdp };
+
+// Training's streams (trace thread ids) and breakdown categories in its JobProgram. Communicators
+// are numbered by Dim (tp 0, cp 1, pp 2, dp 3, dp_outer 4), generated along the layout's axes.
+inline constexpr uint16_t kComputeStream = 0, kTpStream = 1, kCpStream = 2, kPpSendStream = 3, kPpRecvStream = 4,
+                          kDpStream = 5, kDpOuterStream = 6;
+enum TrainingCategory : uint16_t { kCompute, kBubble, kTp, kCp, kPp, kDp, kDpOuter, kOptimizer };
+TrainingCategory category_of(Dim d);
 
 // Fractions of peak an op class reaches (the hardware profile; calibration can replace them).
 struct ComputeEfficiency {
@@ -94,5 +101,11 @@ struct TrainingPlan {
 };
 
 TrainingPlan build_training(const TrainingJob& job);
+
+// The job's JobProgram: the plan's programs (moved out) as templates, one per pipeline stage, the
+// layout, a generated communicator per parallel dimension with the job's algorithm (errors
+// prefixed with algorithm_at[d] where given), the training categories.
+JobProgram training_job_program(const TrainingJob& job, TrainingPlan& plan,
+                                const std::array<std::string, kNumDims>& algorithm_at);
 
 }  // namespace wl

@@ -184,6 +184,7 @@ RowResult simulate_row(const PublishedRow& row, bool fingerprint) {
       res.enable_link_counters(traced);
     }
     r.step = run_training_step(res, setup.training, traced);
+    if (r.step.outcome != StepOutcome::kCompleted) throw sim::UserError("the step did not complete: " + r.step.report);
     sim.finish();  // observers learn the end of the step (the fingerprint includes it)
     r.events = sim.events_processed();
     if (fingerprint) r.trace_fingerprint = fp.summary();

@@ -1,9 +1,9 @@
-// workloads/training/layout.h: placement of training ranks on GPUs and their communicator groups.
+// workloads/program/layout.h: a grid of ranks along named parallel axes, and the groups along each.
 //
 // A rank has one coordinate per parallel dimension (tp, cp, pp, dp, dp_outer). The dimensions are
 // laid out in a configurable order, innermost first (default tp, cp, pp, dp, dp_outer, as in
 // Llama 3 §3.3.2 and Megatron-LM): rank = sum over dims of coord[d] * stride[d], the innermost
-// dimension having stride 1, and rank r runs on GPU r. So with tp = 8 innermost, a TP group is one
+// dimension having stride 1 (where rank r runs is the job's placement map, JobProgram::gpu_of_rank). So with tp = 8 innermost, a TP group is one
 // 8-GPU node and DP groups stride across nodes. The group of a rank along dimension d is every
 // rank that differs from it only in coord[d], listed by coord[d]; groups along d are numbered
 // densely 0..world/size(d)-1.
@@ -13,9 +13,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "workloads/training/program.h"
+#include <string_view>
 
 namespace wl {
+
+// Parallel axes of a generated job. kDpOuter is the replicate group of HSDP (or the cross-island
+// group of DiLoCo).
+enum class Dim : uint8_t { kTp, kCp, kPp, kDp, kDpOuter, kCount };
+inline constexpr size_t kNumDims = static_cast<size_t>(Dim::kCount);
+std::string_view dim_name(Dim d);
 
 class Layout {
  public:
@@ -36,8 +42,9 @@ class Layout {
   uint32_t group_id(uint32_t rank, Dim d) const;
   // Members of rank's group along d, by coordinate (out is cleared).
   void members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const;
-  // The rank one pipeline position ahead (+1) or behind (-1), wrapping around.
-  uint32_t pp_neighbor(uint32_t rank, int peer) const;
+  // The rank `offset` positions ahead along d (negative: behind), wrapping around.
+  uint32_t neighbor(uint32_t rank, Dim d, int64_t offset) const;
+  uint32_t pp_neighbor(uint32_t rank, int peer) const { return neighbor(rank, Dim::kPp, peer); }
 
  private:
   std::array<int64_t, kNumDims> sizes_;

@@ -1,4 +1,4 @@
-#include "workloads/training/layout.h"
+#include "workloads/program/layout.h"
 
 #include "sim/error.h"
 
@@ -37,10 +37,22 @@ void Layout::members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const {
   for (int64_t k = 0; k < sizes_[i]; ++k) out.push_back(base + static_cast<uint32_t>(k * strides_[i]));
 }
 
-uint32_t Layout::pp_neighbor(uint32_t rank, int peer) const {
-  auto i = static_cast<size_t>(Dim::kPp);
+std::string_view dim_name(Dim d) {
+  switch (d) {
+    case Dim::kTp: return "tp";
+    case Dim::kCp: return "cp";
+    case Dim::kPp: return "pp";
+    case Dim::kDp: return "dp";
+    case Dim::kDpOuter: return "dp_outer";
+    case Dim::kCount: break;
+  }
+  return "?";
+}
+
+uint32_t Layout::neighbor(uint32_t rank, Dim d, int64_t peer) const {
+  auto i = static_cast<size_t>(d);
   int64_t p = sizes_[i];
-  int64_t c = coord(rank, Dim::kPp);
+  int64_t c = coord(rank, d);
   int64_t n = ((c + peer) % p + p) % p;
   return static_cast<uint32_t>(static_cast<int64_t>(rank) + (n - c) * static_cast<int64_t>(strides_[i]));
 }

@@ -1,0 +1,775 @@
+#include "workloads/program/executor.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "sim/error.h"
+
+namespace wl {
+
+namespace {
+// Runtime tags: the top bit tells sends from collectives; the rest is a flight index.
+constexpr uint64_t kSendTag = uint64_t{1} << 63;
+constexpr uint32_t kNone = 0xFFFFFFFFu;
+// Kernel activity tags: rank << 16 | stream.
+uint64_t kernel_tag(uint32_t rank, uint16_t s) { return (uint64_t{rank} << 16) | s; }
+}  // namespace
+
+ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime& runtime, const JobProgram& job,
+                                 const ClusterShape& shape, const CostHints& hints, const ExecutorOptions& opt)
+    : res_(res),
+      sim_(res.simulation()),
+      runtime_(runtime),
+      job_(job),
+      shape_(shape),
+      hints_(hints),
+      coster_(opt.coster) {
+  const uint32_t n = job_.world();
+  SIM_ASSERT(job_.gpu_of_rank.empty() || job_.gpu_of_rank.size() == n, "one GPU per rank");
+  SIM_ASSERT(job_.start_offset.empty() || job_.start_offset.size() == n, "one start offset per rank");
+  for (uint32_t t : job_.template_of_rank)
+    if (t >= job_.templates.size()) throw sim::UserError("a rank runs template " + std::to_string(t) + " of " +
+                                                         std::to_string(job_.templates.size()));
+  for (uint32_t r = 0; r < n; ++r) {
+    uint32_t g = job_.gpu_of(r);
+    if (g >= res_.topology().num_gpus())
+      throw sim::UserError("rank " + std::to_string(r) + " is placed on GPU " + std::to_string(g) +
+                           " but the cluster has " + std::to_string(res_.topology().num_gpus()));
+    if (g != r) identity_placement_ = false;
+  }
+  handler_ = sim_.add_handler(this);
+  ncat_ = static_cast<uint16_t>(job_.categories.size());
+  ranks_.resize(n);
+  stream_base_.resize(n + 1);
+  recv_base_.resize(n + 1);
+  free_base_.resize(n + 1);
+  uint64_t streams = 0, recvs = 0, frees = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    const Program& p = program_of(r);
+    stream_base_[r] = streams;
+    recv_base_[r] = recvs;
+    free_base_[r] = frees;
+    streams += p.num_streams();
+    recvs += p.num_recvs();
+    frees += p.free_ops().size();
+    ranks_[r].ops_left = p.ops().size();
+  }
+  stream_base_[n] = streams;
+  recv_base_[n] = recvs;
+  free_base_[n] = frees;
+  streams_.resize(streams);
+  arrival_.assign(recvs, sim::Time::infinite());
+  free_done_.assign(frees, 0);
+  cat_s_.assign(static_cast<size_t>(n) * ncat_, 0.0);
+
+  inst_base_.resize(job_.comms.size() + 1);
+  gen_index_.assign(job_.comms.size(), kNone);
+  explicit_seq_base_.assign(job_.comms.size(), 0);
+  member_pos_.resize(job_.comms.size());
+  uint32_t instances = 0;
+  for (size_t c = 0; c < job_.comms.size(); ++c) {
+    const Communicator& cm = job_.comms[c];
+    inst_base_[c] = instances;
+    if (cm.generated) {
+      gen_index_[c] = num_generated_++;
+      instances += n / static_cast<uint32_t>(job_.layout.size(cm.axis));
+    } else {
+      instances += 1;
+      auto& pos = member_pos_[c];
+      for (uint32_t i = 0; i < cm.members.size(); ++i) {
+        if (cm.members[i] >= n)
+          throw sim::UserError("communicator '" + cm.name + "' lists rank " + std::to_string(cm.members[i]) +
+                               " but the job has " + std::to_string(n) + " ranks");
+        pos.emplace_back(cm.members[i], i);
+      }
+      std::sort(pos.begin(), pos.end());
+      for (size_t i = 1; i < pos.size(); ++i)
+        if (pos[i].first == pos[i - 1].first)
+          throw sim::UserError("communicator '" + cm.name + "' lists rank " + std::to_string(pos[i].first) + " twice");
+    }
+  }
+  inst_base_[job_.comms.size()] = instances;
+  gather_.resize(instances);
+  uint64_t seqs = static_cast<uint64_t>(n) * num_generated_;
+  for (size_t c = 0; c < job_.comms.size(); ++c)
+    if (!job_.comms[c].generated) {
+      explicit_seq_base_[c] = seqs;
+      seqs += job_.comms[c].members.size();
+    }
+  seq_.assign(seqs, 0);
+
+  traced_.assign(n, 0);
+  for (uint32_t r : opt.trace_ranks)
+    if (r < n) traced_[r] = 1;
+  check_algorithms();
+}
+
+// Every collective the programs run on a communicator with a chosen (not auto) algorithm must be
+// one that algorithm implements on that group's shape; checked on one group per (communicator, op)
+// before anything is simulated, and reported where the scenario chose the algorithm.
+void ProgramExecutor::check_algorithms() const {
+  const uint32_t n = job_.world();
+  std::vector<uint32_t> first_rank(job_.templates.size(), n);
+  for (uint32_t r = n; r-- > 0;) first_rank[job_.template_of_rank[r]] = r;
+  std::set<std::pair<uint32_t, CollectiveOp>> checked;
+  std::vector<uint32_t> members;
+  for (size_t t = 0; t < job_.templates.size(); ++t) {
+    if (first_rank[t] == n) continue;  // a template no rank runs
+    for (const Op& op : job_.templates[t].ops()) {
+      if (op.kind != OpKind::kCollective || op.comm >= job_.comms.size()) continue;
+      const Communicator& cm = job_.comms[op.comm];
+      if (cm.algorithm == Algorithm::kAuto) continue;
+      uint32_t inst = 0, size = 0;
+      if (!group_of(first_rank[t], op.comm, inst, size) || size <= 1) continue;
+      if (!checked.emplace(op.comm, op.coll).second) continue;
+      CollectiveRequest req;
+      req.op = op.coll;
+      req.algorithm = cm.algorithm;
+      members_of(op.comm, first_rank[t], members);
+      for (uint32_t m : members) req.group.push_back(job_.gpu_of(m));
+      req.bytes = op.bytes;
+      const std::string problem = collective_problem(req, shape_);
+      if (problem.empty()) continue;
+      throw sim::ConfigError(cm.algorithm_at.empty() ? problem : cm.algorithm_at + ": " + problem);
+    }
+  }
+}
+
+void ProgramExecutor::start() {
+  step_start_ = sim_.now();
+  step_end_ = step_start_;
+  auto& bus = sim_.observers();
+  if (bus.active()) {
+    key_mb_ = bus.names().intern("micro_batch");
+    key_layer_ = bus.names().intern("layer");
+    key_bytes_ = bus.names().intern("bytes");
+    key_ext_ = bus.names().intern("external_id");
+    bus_names_.resize(job_.templates.size());
+    for (size_t t = 0; t < job_.templates.size(); ++t) {
+      const Program& p = job_.templates[t];
+      for (const Op& op : p.ops()) {
+        if (bus_names_[t].size() <= op.name) bus_names_[t].resize(op.name + 1, sim::kNoName);
+        if (bus_names_[t][op.name] == sim::kNoName) bus_names_[t][op.name] = bus.names().intern(p.name(op.name));
+      }
+    }
+    for (uint32_t r = 0; r < job_.world(); ++r) {
+      if (!traced_[r]) continue;
+      bus.declare_process(r, job_.rank_label ? job_.rank_label(r) : "rank " + std::to_string(r), r);
+      const Program& p = program_of(r);
+      for (uint16_t s = 0; s < p.num_streams(); ++s)
+        if (!p.stream_ops(s).empty()) bus.declare_thread(r, s, p.stream_name(s));
+    }
+  }
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    ranks_[r].free_since = step_start_;
+    if (ranks_[r].ops_left == 0) {
+      ranks_[r].end = step_start_;
+      ++ranks_done_;
+      continue;
+    }
+    sim::Time offset = job_.start_offset.empty() ? sim::Time::zero() : job_.start_offset[r];
+    if (offset > sim::Time::zero()) {
+      uint32_t d;
+      if (!free_delays_.empty()) {
+        d = free_delays_.back();
+        free_delays_.pop_back();
+      } else {
+        d = static_cast<uint32_t>(delays_.size());
+        delays_.emplace_back();
+      }
+      delays_[d] = Delay{r, kNoStream, sim_.schedule_after(offset, handler_, d)};
+      ranks_[r].free_since = step_start_ + offset;
+      continue;
+    }
+    pump(r);
+  }
+}
+
+bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) const {
+  const uint32_t* d = p.deps(op);
+  for (uint32_t i = 0; i < op.deps_count; ++i) {
+    const Op& dep = p.op(d[i]);
+    if (dep.stream == kNoStream) {
+      if (!free_done_[free_base_[rank] + dep.pos]) return false;
+    } else if (ss(rank, dep.stream).next <= dep.pos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void ProgramExecutor::pump(uint32_t rank) {
+  pump_queue_.push_back(rank);
+  if (pumping_) return;
+  pumping_ = true;
+  while (!pump_queue_.empty()) {
+    uint32_t r = pump_queue_.back();
+    pump_queue_.pop_back();
+    if (ranks_[r].dead || !error_.empty()) continue;
+    const Program& p = program_of(r);
+    const uint16_t ns = p.num_streams();
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (uint16_t s = 0; s < ns; ++s) {
+        StreamState& st = ss(r, s);
+        if (st.busy) continue;
+        const auto& list = p.stream_ops(s);
+        if (st.next >= list.size()) continue;
+        uint32_t idx = list[st.next];
+        if (!deps_done(r, p, p.op(idx))) continue;
+        issue(r, p, idx);
+        progress = true;
+        if (ranks_[r].dead || !error_.empty()) break;
+      }
+      if (ranks_[r].dead || !error_.empty()) break;
+      // Dependency-only ops take no time: done as soon as their dependencies are.
+      const auto& frees = p.free_ops();
+      for (uint32_t k = 0; k < frees.size(); ++k) {
+        uint8_t& done = free_done_[free_base_[r] + k];
+        if (done) continue;
+        const Op& op = p.op(frees[k]);
+        if (!deps_done(r, p, op)) continue;
+        done = 1;
+        finish_op(r, p, op);
+        if (ranks_[r].ops_left == 0) break;
+        progress = true;
+      }
+    }
+  }
+  pumping_ = false;
+}
+
+void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) {
+  RankState& st = ranks_[rank];
+  sim::Time now = sim_.now();
+  if (now <= st.free_since) return;
+  double gap = (now - st.free_since).seconds();
+  double* cat = &cat_s_[static_cast<size_t>(rank) * ncat_];
+  // The dependency that finished last is what stream 0 was waiting for.
+  const Op* blocker = nullptr;
+  sim::Time latest = sim::Time::zero();
+  const uint32_t* d = p.deps(op);
+  for (uint32_t i = 0; i < op.deps_count; ++i) {
+    const Op& dep = p.op(d[i]);
+    if (dep.stream == kNoStream) continue;
+    sim::Time t = ss(rank, dep.stream).last_done;
+    if (!blocker || t > latest) {
+      blocker = &dep;
+      latest = t;
+    }
+  }
+  if (!blocker || blocker->stream == 0) {
+    cat[job_.idle_category] += gap;
+    return;
+  }
+  if (blocker->kind == OpKind::kRecv) {
+    // Before the sender started sending, the rank was idle (a pipeline bubble); after, the
+    // transfer itself was exposed.
+    sim::Time ts = std::clamp(st.last_recv_send_start, st.free_since, now);
+    cat[job_.idle_category] += (ts - st.free_since).seconds();
+    cat[blocker->category] += (now - ts).seconds();
+    return;
+  }
+  cat[blocker->category] += gap;
+}
+
+void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
+  const Op& op = p.op(idx);
+  const uint16_t s = op.stream;
+  StreamState& st = ss(rank, s);
+  st.busy = true;
+  st.started = sim_.now();
+  if (s == 0) charge_gap(rank, p, op);
+  switch (op.kind) {
+    case OpKind::kTimed:
+    case OpKind::kKernel: {
+      const uint32_t gpu = job_.gpu_of(rank);
+      if (!res_.gpu_up(gpu)) {
+        kill_rank(rank);  // its GPU is down: the rank cannot run anything
+        return;
+      }
+      double seconds = op.seconds, sm = op.sm_load, hbm = op.hbm_load;
+      if (op.kind == OpKind::kKernel) {
+        if (!coster_) {
+          fail("rank " + std::to_string(rank) + " op '" + p.name(op.name) + "' is a kernel op (" +
+               std::to_string(op.flops) + " FLOPs) but no kernel cost model was given");
+          return;
+        }
+        KernelCoster::Cost c = coster_->cost(op);
+        seconds = c.seconds;
+        sm = c.sm_load;
+        hbm = c.hbm_load;
+      }
+      st.activity = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
+      st.has_activity = true;
+      break;
+    }
+    case OpKind::kDelay: {
+      uint32_t d;
+      if (!free_delays_.empty()) {
+        d = free_delays_.back();
+        free_delays_.pop_back();
+      } else {
+        d = static_cast<uint32_t>(delays_.size());
+        delays_.emplace_back();
+      }
+      delays_[d] = Delay{rank, s, sim_.schedule_after(sim::Time::from_seconds(op.seconds), handler_, d)};
+      break;
+    }
+    case OpKind::kCollective: issue_collective(rank, s, op, idx); break;
+    case OpKind::kSend: issue_send(rank, s, op); break;
+    case OpKind::kRecv: {
+      const sim::Time sent = arrival_[recv_base_[rank] + op.slot];
+      if (!sent.is_infinite()) {
+        ranks_[rank].last_recv_send_start = sent;
+        complete(rank, s);
+      }
+      break;
+    }
+    case OpKind::kMemory:
+    case OpKind::kMarker: complete(rank, s); break;
+  }
+}
+
+bool ProgramExecutor::group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const {
+  const Communicator& cm = job_.comms[c];
+  if (cm.generated) {
+    size = static_cast<uint32_t>(job_.layout.size(cm.axis));
+    instance = inst_base_[c] + job_.layout.group_id(rank, cm.axis);
+    return true;
+  }
+  const auto& pos = member_pos_[c];
+  auto it = std::lower_bound(pos.begin(), pos.end(), std::make_pair(rank, uint32_t{0}));
+  if (it == pos.end() || it->first != rank) return false;
+  size = static_cast<uint32_t>(cm.members.size());
+  instance = inst_base_[c];
+  return true;
+}
+
+void ProgramExecutor::members_of(uint32_t c, uint32_t any_member, std::vector<uint32_t>& out) const {
+  const Communicator& cm = job_.comms[c];
+  if (cm.generated) {
+    job_.layout.members(any_member, cm.axis, out);
+  } else {
+    out = cm.members;
+  }
+}
+
+uint32_t& ProgramExecutor::seq_of(uint32_t rank, uint32_t c) {
+  if (gen_index_[c] != kNone) return seq_[static_cast<uint64_t>(rank) * num_generated_ + gen_index_[c]];
+  const auto& pos = member_pos_[c];
+  auto it = std::lower_bound(pos.begin(), pos.end(), std::make_pair(rank, uint32_t{0}));
+  return seq_[explicit_seq_base_[c] + it->second];
+}
+
+void ProgramExecutor::issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
+  const Program& p = program_of(rank);
+  if (op.comm >= job_.comms.size()) {
+    fail("rank " + std::to_string(rank) + " op '" + p.name(op.name) + "' uses communicator " +
+         std::to_string(op.comm) + " of " + std::to_string(job_.comms.size()));
+    return;
+  }
+  uint32_t inst = 0, size = 0;
+  if (!group_of(rank, op.comm, inst, size)) {
+    fail("rank " + std::to_string(rank) + " op '" + p.name(op.name) + "' runs a collective on communicator '" +
+         job_.comms[op.comm].name + "', which it is not a member of");
+    return;
+  }
+  if (size <= 1) {
+    complete(rank, s);
+    return;
+  }
+  uint32_t& seq = seq_of(rank, op.comm);
+  StreamState& st = ss(rank, s);
+  st.seq = seq++;
+  if (st.seq != gather_[inst].seq) {
+    parked_.push_back(Parked{inst, rank, s, idx});  // ran ahead of its group: wait for its turn
+    return;
+  }
+  arrive(inst, rank, s, op, idx);
+}
+
+void ProgramExecutor::arrive(uint32_t inst, uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
+  Gather& g = gather_[inst];
+  if (g.arrived == 0) {
+    g.first_rank = rank;
+    g.first_op = idx;
+    g.op = op.coll;
+    g.bytes = op.bytes;
+    g.stream = s;
+    g.mixed = false;
+  } else {
+    if (op.coll != g.op || op.bytes != g.bytes) {
+      const Program& fp = program_of(g.first_rank);
+      fail("collective mismatch on communicator '" + job_.comms[op.comm].name + "' (call " + std::to_string(g.seq) +
+           "): rank " + std::to_string(g.first_rank) + " runs " + describe_op(g.first_rank, fp.op(g.first_op)) +
+           " but rank " + std::to_string(rank) + " runs " + describe_op(rank, op) +
+           " (NCCL would hang or corrupt data)");
+      return;
+    }
+    if (s != g.stream) g.mixed = true;
+  }
+  uint32_t size = 0, inst_check = 0;
+  group_of(rank, op.comm, inst_check, size);
+  if (++g.arrived < size) return;
+  // The last member arrived: start the collective.
+  uint32_t f;
+  if (!free_coll_flights_.empty()) {
+    f = free_coll_flights_.back();
+    free_coll_flights_.pop_back();
+  } else {
+    f = static_cast<uint32_t>(coll_flights_.size());
+    coll_flights_.emplace_back();
+  }
+  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed};
+  g.arrived = 0;
+  ++g.seq;
+  const CollectivePlan& plan = plan_for(op.comm, inst, op.coll, op.bytes, rank);
+  members_of(op.comm, rank, scratch_members_);
+  scratch_gpus_.clear();
+  for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
+  runtime_.start(plan, scratch_gpus_, this, f, true);
+  // Members that ran ahead to the group's next collective now take their turn.
+  for (size_t i = 0; i < parked_.size(); ++i) {
+    Parked pk = parked_[i];
+    if (pk.instance != inst || ss(pk.rank, pk.stream).seq != g.seq) continue;
+    parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(i));
+    arrive(inst, pk.rank, pk.stream, program_of(pk.rank).op(pk.op_index), pk.op_index);
+    return;  // arrive() rescans the rest
+  }
+}
+
+bool ProgramExecutor::resolve_peer(uint32_t rank, const Op& op, uint32_t& peer) const {
+  if (op.peer_axis == kAbsolutePeer) {
+    if (op.peer < 0 || static_cast<uint32_t>(op.peer) >= job_.world()) return false;
+    peer = static_cast<uint32_t>(op.peer);
+    return true;
+  }
+  if (op.peer_axis >= kNumDims) return false;
+  peer = job_.layout.neighbor(rank, static_cast<Dim>(op.peer_axis), op.peer);
+  return true;
+}
+
+void ProgramExecutor::issue_send(uint32_t rank, uint16_t s, const Op& op) {
+  uint32_t dst = 0;
+  if (!resolve_peer(rank, op, dst) || dst == rank) {
+    fail("rank " + std::to_string(rank) + " op '" + program_of(rank).name(op.name) + "' sends to peer " +
+         std::to_string(op.peer) + ", which is not another rank of the job (0.." + std::to_string(job_.world() - 1) +
+         ")");
+    return;
+  }
+  uint32_t f;
+  if (!free_send_flights_.empty()) {
+    f = free_send_flights_.back();
+    free_send_flights_.pop_back();
+  } else {
+    f = static_cast<uint32_t>(send_flights_.size());
+    send_flights_.emplace_back();
+  }
+  send_flights_[f] = SendFlight{rank, dst, op.tag, s, sim_.now()};
+  const CollectivePlan& plan = send_plan(op.bytes);
+  uint32_t pair[2] = {job_.gpu_of(rank), job_.gpu_of(dst)};
+  runtime_.start(plan, pair, this, kSendTag | f, true);
+}
+
+void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start) {
+  const Program& p = program_of(dst);
+  auto take = [&](const std::vector<uint32_t>* slots) -> int64_t {
+    if (!slots) return -1;
+    for (uint32_t k : *slots)
+      if (arrival_[recv_base_[dst] + k].is_infinite()) return k;
+    return -1;
+  };
+  int64_t slot = -1;
+  for (const auto& [axis, offset] : p.relative_recv_peers()) {
+    if (job_.layout.neighbor(dst, static_cast<Dim>(axis), offset) != src) continue;
+    slot = take(p.recv_slots(axis, offset, tag));
+    if (slot >= 0) break;
+  }
+  if (slot < 0 && p.has_absolute_recvs()) slot = take(p.recv_slots(kAbsolutePeer, static_cast<int32_t>(src), tag));
+  if (slot < 0) {
+    fail("rank " + std::to_string(src) + " sent a message with tag " + std::to_string(tag) + " to rank " +
+         std::to_string(dst) + ", which has no recv left for it");
+    return;
+  }
+  arrival_[recv_base_[dst] + static_cast<uint64_t>(slot)] = send_start;
+  if (ranks_[dst].dead) return;
+  const uint32_t op_index = p.recv_op_of_slot(static_cast<uint32_t>(slot));
+  const Op& op = p.op(op_index);
+  StreamState& st = ss(dst, op.stream);
+  if (st.busy && p.stream_ops(op.stream)[st.next] == op_index) {
+    ranks_[dst].last_recv_send_start = send_start;
+    complete(dst, op.stream);
+  }
+}
+
+void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
+  StreamState& st = ss(rank, s);
+  const Program& p = program_of(rank);
+  const Op& op = p.op(p.stream_ops(s)[st.next]);
+  sim::Time now = sim_.now();
+  if (traced_[rank]) emit_span(rank, op, st.started, now);
+  st.busy = false;
+  st.has_activity = false;
+  ++st.next;
+  st.last_done = now;
+  if (s == 0) {
+    cat_s_[static_cast<size_t>(rank) * ncat_ + op.category] += (now - st.started).seconds();
+    ranks_[rank].free_since = now;
+  }
+  finish_op(rank, p, op);
+}
+
+void ProgramExecutor::finish_op(uint32_t rank, const Program& p, const Op& op) {
+  RankState& rs = ranks_[rank];
+  ++ops_executed_;
+  if (op.kind == OpKind::kMemory) {
+    rs.mem_now += static_cast<int64_t>(op.bytes);
+    rs.mem_peak = std::max(rs.mem_peak, rs.mem_now);
+  } else if (op.kind == OpKind::kMarker && traced_[rank] && sim_.observers().active()) {
+    sim::InstantRecord ir;
+    ir.process = rank;
+    ir.thread = op.stream == kNoStream ? 0 : op.stream;
+    ir.name = bus_names_[job_.template_of_rank[rank]][op.name];
+    ir.time = sim_.now();
+    sim_.observers().instant(ir);
+  }
+  if (--rs.ops_left == 0) {
+    rs.end = sim_.now();
+    ++ranks_done_;
+    step_end_ = std::max(step_end_, rs.end);
+    return;
+  }
+  pump(rank);
+}
+
+void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
+  complete(static_cast<uint32_t>(tag >> 16), static_cast<uint16_t>(tag & 0xFFFF));
+}
+
+void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
+  const auto rank = static_cast<uint32_t>(tag >> 16);
+  ss(rank, static_cast<uint16_t>(tag & 0xFFFF)).has_activity = false;
+  kill_rank(rank);
+}
+
+void ProgramExecutor::on_event(uint32_t d) {
+  Delay dl = delays_[d];
+  free_delays_.push_back(d);
+  if (dl.stream == kNoStream) {  // the rank's start offset elapsed
+    pump(dl.rank);
+    return;
+  }
+  complete(dl.rank, dl.stream);
+}
+
+void ProgramExecutor::on_collective_done(uint64_t tag) {
+  if (tag & kSendTag) {
+    const auto f = static_cast<uint32_t>(tag & ~kSendTag);
+    SendFlight sf = send_flights_[f];
+    free_send_flights_.push_back(f);
+    if (!ranks_[sf.src].dead) complete(sf.src, sf.stream);
+    deliver(sf.dst, sf.src, sf.tag, sf.start);
+    return;
+  }
+  const auto f = static_cast<uint32_t>(tag);
+  CollFlight cf = coll_flights_[f];
+  free_coll_flights_.push_back(f);
+  // Completing members can start (and, for degenerate plans, finish) other collectives, so each
+  // nesting level gets its own member buffer.
+  if (member_buffers_.size() <= completion_depth_) member_buffers_.emplace_back();
+  std::vector<uint32_t>& members = member_buffers_[completion_depth_];
+  members_of(cf.comm, cf.any_member, members);
+  ++completion_depth_;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const uint32_t m = members[i];
+    if (ranks_[m].dead) continue;
+    const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
+    if (s != kNoStream) complete(m, s);
+  }
+  --completion_depth_;
+}
+
+uint16_t ProgramExecutor::waiting_stream(uint32_t rank, uint32_t comm, uint32_t seq) const {
+  const Program& p = program_of(rank);
+  for (uint16_t s = 0; s < p.num_streams(); ++s) {
+    const StreamState& st = ss(rank, s);
+    if (!st.busy || st.next >= p.stream_ops(s).size()) continue;
+    const Op& op = p.op(p.stream_ops(s)[st.next]);
+    if (op.kind == OpKind::kCollective && op.comm == comm && st.seq == seq) return s;
+  }
+  return kNoStream;
+}
+
+void ProgramExecutor::kill_rank(uint32_t rank) {
+  RankState& rs = ranks_[rank];
+  if (rs.dead) return;
+  rs.dead = true;
+  rs.dead_at = sim_.now();
+  ++dead_count_;
+  const Program& p = program_of(rank);
+  for (uint16_t s = 0; s < p.num_streams(); ++s) {
+    StreamState& st = ss(rank, s);
+    if (st.has_activity) {
+      if (sim_.fluid().active(st.activity)) sim_.fluid().cancel(st.activity);
+      st.has_activity = false;
+    }
+  }
+  for (size_t d = 0; d < delays_.size(); ++d) {
+    if (delays_[d].rank != rank || std::find(free_delays_.begin(), free_delays_.end(), d) != free_delays_.end())
+      continue;
+    sim_.cancel(delays_[d].event);
+    free_delays_.push_back(static_cast<uint32_t>(d));
+  }
+}
+
+void ProgramExecutor::fail_gpu(uint32_t gpu) {
+  res_.fail_gpu(gpu);
+  for (uint32_t r = 0; r < job_.world(); ++r)
+    if (job_.gpu_of(r) == gpu) kill_rank(r);
+}
+
+void ProgramExecutor::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+}
+
+size_t ProgramExecutor::pending_count() const { return job_.world() - ranks_done_; }
+
+std::string ProgramExecutor::describe_op(uint32_t rank, const Op& op) const {
+  std::string s = "'" + program_of(rank).name(op.name) + "' (" + std::string(op_kind_name(op.kind));
+  if (op.kind == OpKind::kCollective)
+    s += " " + std::string(op_name(op.coll)) + " of " + std::to_string(static_cast<int64_t>(op.bytes)) + " bytes";
+  return s + ")";
+}
+
+void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const {
+  size_t lines = 0;
+  if (!error_.empty() && lines < max_lines) {
+    out += "  error: " + error_ + "\n";
+    ++lines;
+  }
+  for (uint32_t r = 0; r < job_.world() && lines < max_lines; ++r) {
+    const RankState& rs = ranks_[r];
+    if (rs.ops_left == 0) continue;
+    const Program& p = program_of(r);
+    if (rs.dead) {
+      out += "  rank " + std::to_string(r) + " (GPU " + std::to_string(job_.gpu_of(r)) + ") is dead since t=" +
+             std::to_string(rs.dead_at.count_ns()) + " ns with " + std::to_string(rs.ops_left) + " ops not done\n";
+      ++lines;
+      continue;
+    }
+    for (uint16_t s = 0; s < p.num_streams() && lines < max_lines; ++s) {
+      const StreamState& st = ss(r, s);
+      const auto& list = p.stream_ops(s);
+      if (st.next >= list.size()) continue;
+      const Op& op = p.op(list[st.next]);
+      out += "  rank " + std::to_string(r) + " " + p.stream_name(s) + ": '" + p.name(op.name) + "' ";
+      if (st.busy) {
+        if (op.kind == OpKind::kCollective && op.comm < job_.comms.size()) {
+          uint32_t inst = 0, size = 0;
+          group_of(r, op.comm, inst, size);
+          std::vector<uint32_t> members;
+          members_of(op.comm, r, members);
+          std::string missing;
+          size_t arrived = 0, listed = 0;
+          for (uint32_t m : members) {
+            if (waiting_stream(m, op.comm, st.seq) != kNoStream) {
+              ++arrived;
+              continue;
+            }
+            if (listed++ < 4)
+              missing += std::string(missing.empty() ? "" : ", ") + "rank " + std::to_string(m) +
+                         (ranks_[m].dead ? " (dead)" : "");
+          }
+          if (listed > 4) missing += ", ...";
+          out += "waits for its " + job_.comms[op.comm].name + " group (" + std::to_string(arrived) + " of " +
+                 std::to_string(size) + " members arrived; missing: " + missing + ")";
+        } else if (op.kind == OpKind::kRecv) {
+          uint32_t peer = 0;
+          out += "waits for message " + std::to_string(op.tag) + " from rank " +
+                 (resolve_peer(r, op, peer) ? std::to_string(peer) : std::string("?")) +
+                 (resolve_peer(r, op, peer) && ranks_[peer].dead ? " (dead)" : "");
+        } else {
+          out += "is running";
+        }
+      } else {
+        out += "waits on its dependencies";
+      }
+      out += "\n";
+      ++lines;
+    }
+  }
+}
+
+const CollectivePlan& ProgramExecutor::plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes,
+                                                uint32_t any_member) {
+  // Every group of a generated communicator has the same shape while placement is the identity,
+  // so one plan serves them all; otherwise each group gets its own.
+  const Communicator& cm = job_.comms[c];
+  const uint32_t key_instance = cm.generated && identity_placement_ ? 0 : instance;
+  auto key = std::make_tuple(c, key_instance, static_cast<uint8_t>(op), bytes);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  // Lower on this group's GPUs, then rewrite GPU ids as positions in the member list.
+  CollectiveRequest req;
+  req.op = op;
+  req.algorithm = cm.algorithm;
+  members_of(c, any_member, scratch_members_);
+  std::unordered_map<uint32_t, uint32_t> position;
+  for (uint32_t i = 0; i < scratch_members_.size(); ++i) {
+    req.group.push_back(job_.gpu_of(scratch_members_[i]));
+    position[req.group.back()] = i;
+  }
+  req.bytes = bytes;
+  auto plan = std::make_unique<CollectivePlan>(lower_collective(req, shape_, hints_));
+  for (auto& ph : plan->phases)
+    for (auto& tr : ph.transfers)
+      for (auto& [a, b] : tr.hops) {
+        a = position.at(a);
+        b = position.at(b);
+      }
+  return *(plans_[key] = std::move(plan));
+}
+
+const CollectivePlan& ProgramExecutor::send_plan(double bytes) {
+  auto it = send_plans_.find(bytes);
+  if (it != send_plans_.end()) return *it->second;
+  auto plan = std::make_unique<CollectivePlan>();
+  plan->op = CollectiveOp::kSendRecv;
+  plan->algorithm = Algorithm::kDirect;
+  Transfer t;
+  t.hops.emplace_back(0, 1);
+  t.bytes = bytes;
+  t.latency_steps = 1;
+  plan->phases.push_back(Phase{{t}});
+  return *(send_plans_[bytes] = std::move(plan));
+}
+
+void ProgramExecutor::emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end) {
+  auto& bus = sim_.observers();
+  if (!bus.active()) return;
+  sim::SpanRecord r;
+  r.process = rank;
+  r.thread = op.stream;
+  r.name = bus_names_[job_.template_of_rank[rank]][op.name];
+  r.start = start;
+  r.end = end;
+  size_t a = 0;
+  if (op.micro_batch >= 0) r.args[a++] = {key_mb_, static_cast<double>(op.micro_batch)};
+  if (op.layer >= 0) r.args[a++] = {key_layer_, static_cast<double>(op.layer)};
+  if (op.bytes > 0 && op.kind != OpKind::kMemory) r.args[a++] = {key_bytes_, op.bytes};
+  if (op.external_id != 0) r.args[a++] = {key_ext_, static_cast<double>(op.external_id)};
+  bus.span(r);
+}
+
+double ProgramExecutor::category_seconds(uint32_t rank, uint16_t c) const {
+  double v = cat_s_[static_cast<size_t>(rank) * ncat_ + c];
+  if (c == job_.idle_category && ranks_[rank].ops_left == 0) v += (step_end_ - ranks_[rank].end).seconds();
+  return v;
+}
+
+}  // namespace wl

@@ -1,0 +1,215 @@
+// workloads/program/executor.h: runs a JobProgram on the cluster's resources.
+//
+// Every rank runs the Program of its template on GPU gpu_of(rank). The executor keeps, per rank,
+// a cursor, a start and a last-finish time per stream, the arrival times of its receive slots and
+// a few accumulators; op state is never copied per rank. Timed and kernel ops become kernels on
+// the rank's GPU; delays are events; collectives start when the last member of their
+// communicator's group arrives (one plan per distinct collective, lowered once and reused by every
+// group of a generated communicator while placement is the identity); a send is a one-hop transfer
+// whose arrival completes the matching recv.
+//
+// Failure is a state, not an exception: a rank whose GPU fails (its kernel activity fails, or its
+// SM pool is down when a kernel is issued) or that kill_rank() names is dead: it issues nothing
+// more, and whatever waits on it waits for ever; the run then drains and the caller reports the
+// pending work (describe_pending names dead ranks as dead and the members a collective misses).
+// A malformed program (members disagreeing on a collective, a message nobody receives, a rank
+// outside a communicator) stops the executor with error() set, naming both ranks and ops.
+//
+// Breakdown: JobProgram's categories (see there); per rank the parts add up to the step time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/event_handler.h"
+#include "sim/fluid.h"
+#include "sim/simulation.h"
+#include "topology/cluster_resources.h"
+#include "workloads/collectives/runtime.h"
+#include "workloads/program/program.h"
+
+namespace wl {
+
+// Costs kernel ops when they are issued (the hardware profile's job).
+class KernelCoster {
+ public:
+  virtual ~KernelCoster() = default;
+  struct Cost {
+    double seconds = 0, sm_load = 0, hbm_load = 0;  // as a timed op's
+  };
+  virtual Cost cost(const Op& op) const = 0;
+};
+
+struct ExecutorOptions {
+  std::vector<uint32_t> trace_ranks;  // ranks whose ops become trace spans (empty: none)
+  const KernelCoster* coster = nullptr;
+};
+
+class ProgramExecutor : public sim::ActivityOwner,
+                        public sim::EventHandler,
+                        public CollectiveListener,
+                        public sim::PendingWork {
+ public:
+  // Throws sim::ConfigError when a communicator's chosen algorithm cannot run one of its
+  // collectives (naming where the scenario chose it), before anything is simulated.
+  ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime& runtime, const JobProgram& job,
+                  const ClusterShape& shape, const CostHints& hints, const ExecutorOptions& opt);
+
+  // Issues every rank's first ops at the current time (plus its start offset); then run the simulation.
+  void start();
+  bool finished() const { return ranks_done_ == job_.world(); }
+  const std::string& error() const { return error_; }
+  sim::Time step_start() const { return step_start_; }
+  sim::Time step_end() const { return step_end_; }
+  // Seconds of rank's time charged to category c (the tail idle time after its last op counts
+  // as idle); valid after the run.
+  double category_seconds(uint32_t rank, uint16_t c) const;
+  int64_t peak_memory(uint32_t rank) const { return ranks_[rank].mem_peak; }
+  uint64_t ops_executed() const { return ops_executed_; }
+  size_t plans_lowered() const { return plans_.size() + send_plans_.size(); }
+
+  // The rank stops now: its running kernels and delays are cancelled, it issues nothing more.
+  void kill_rank(uint32_t rank);
+  // The GPU dies (topo::ClusterResources::fail_gpu) and every rank placed on it with it.
+  void fail_gpu(uint32_t gpu);
+  bool dead(uint32_t rank) const { return ranks_[rank].dead; }
+  uint32_t dead_ranks() const { return dead_count_; }
+
+  void on_activity_done(sim::ActivityId, uint64_t tag) override;
+  void on_activity_failed(sim::ActivityId, uint64_t tag) override;
+  void on_event(uint32_t delay_slot) override;
+  void on_collective_done(uint64_t tag) override;
+  size_t pending_count() const override;
+  void describe_pending(std::string& out, size_t max_lines) const override;
+
+ private:
+  struct StreamState {
+    uint32_t next = 0;  // position of the head op
+    uint32_t seq = 0;   // collective sequence number the head op waits on
+    sim::Time started;
+    sim::Time last_done;
+    sim::ActivityId activity{};  // the head op's kernel, while it runs
+    bool busy = false;
+    bool has_activity = false;
+  };
+  struct RankState {
+    sim::Time free_since;  // stream 0 idle since
+    sim::Time end;
+    sim::Time last_recv_send_start;  // when the sender started the most recently received message
+    sim::Time dead_at;
+    uint64_t ops_left = 0;
+    int64_t mem_now = 0, mem_peak = 0;
+    bool dead = false;
+  };
+  struct Gather {  // one per communicator group: the collective gathering its members
+    uint32_t seq = 0;
+    uint32_t arrived = 0;
+    uint32_t first_rank = 0;
+    uint32_t first_op = 0;
+    CollectiveOp op = CollectiveOp::kAllReduce;
+    double bytes = 0;
+    uint16_t stream = 0;
+    bool mixed = false;  // members wait on different streams
+  };
+  struct CollFlight {
+    uint32_t comm = 0, instance = 0, seq = 0, any_member = 0;
+    uint16_t stream = 0;
+    bool mixed = false;
+  };
+  struct SendFlight {
+    uint32_t src = 0, dst = 0, tag = 0;
+    uint16_t stream = 0;
+    sim::Time start;
+  };
+  struct Delay {
+    uint32_t rank = 0;
+    uint16_t stream = 0;
+    sim::EventId event{};
+  };
+
+  const Program& program_of(uint32_t rank) const { return job_.templates[job_.template_of_rank[rank]]; }
+  StreamState& ss(uint32_t rank, uint16_t s) { return streams_[stream_base_[rank] + s]; }
+  const StreamState& ss(uint32_t rank, uint16_t s) const { return streams_[stream_base_[rank] + s]; }
+  bool deps_done(uint32_t rank, const Program& p, const Op& op) const;
+  void pump(uint32_t rank);
+  void issue(uint32_t rank, const Program& p, uint32_t op_index);
+  void complete(uint32_t rank, uint16_t s);
+  void finish_op(uint32_t rank, const Program& p, const Op& op);
+  void charge_gap(uint32_t rank, const Program& p, const Op& op);
+  void issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  void arrive(uint32_t instance, uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  void issue_send(uint32_t rank, uint16_t s, const Op& op);
+  void deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start);
+  bool resolve_peer(uint32_t rank, const Op& op, uint32_t& peer) const;
+  void fail(std::string message);
+  // Group of `rank` in communicator c: instance index, size; false when rank is not a member.
+  bool group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const;
+  void members_of(uint32_t c, uint32_t any_member, std::vector<uint32_t>& out) const;
+  uint32_t& seq_of(uint32_t rank, uint32_t c);
+  const CollectivePlan& plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes, uint32_t any_member);
+  const CollectivePlan& send_plan(double bytes);
+  void check_algorithms() const;
+  void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
+  std::string describe_op(uint32_t rank, const Op& op) const;
+  uint16_t waiting_stream(uint32_t rank, uint32_t comm, uint32_t seq) const;
+
+  topo::ClusterResources& res_;
+  sim::Simulation& sim_;
+  CollectiveRuntime& runtime_;
+  const JobProgram& job_;
+  ClusterShape shape_;
+  CostHints hints_;
+  const KernelCoster* coster_;
+  sim::HandlerId handler_;
+  bool identity_placement_ = true;
+  std::vector<RankState> ranks_;
+  std::vector<StreamState> streams_;
+  std::vector<uint64_t> stream_base_;  // per rank, into streams_
+  std::vector<uint64_t> recv_base_;    // per rank, into arrival_
+  std::vector<sim::Time> arrival_;     // per receive slot: its sender's send start; infinite until arrived
+  std::vector<uint64_t> free_base_;    // per rank, into free_done_
+  std::vector<uint8_t> free_done_;
+  uint16_t ncat_ = 0;
+  std::vector<double> cat_s_;  // per rank x category
+  // Communicators: groups (instances) and sequence counters.
+  std::vector<uint32_t> inst_base_;  // per comm, into gather_
+  std::vector<Gather> gather_;
+  std::vector<uint32_t> gen_index_;  // per comm: index among generated comms, or ~0
+  uint32_t num_generated_ = 0;
+  std::vector<uint32_t> seq_;  // generated: rank x num_generated_; then per explicit comm, per member
+  std::vector<uint64_t> explicit_seq_base_;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> member_pos_;  // explicit: sorted (rank, position)
+  struct Parked {
+    uint32_t instance, rank;
+    uint16_t stream;
+    uint32_t op_index;
+  };
+  std::vector<Parked> parked_;  // members that arrived for a later collective than their group is gathering
+  std::vector<CollFlight> coll_flights_;
+  std::vector<uint32_t> free_coll_flights_;
+  std::vector<SendFlight> send_flights_;
+  std::vector<uint32_t> free_send_flights_;
+  std::vector<Delay> delays_;
+  std::vector<uint32_t> free_delays_;
+  std::map<std::tuple<uint32_t, uint32_t, uint8_t, double>, std::unique_ptr<CollectivePlan>> plans_;
+  std::map<double, std::unique_ptr<CollectivePlan>> send_plans_;
+  std::vector<uint32_t> scratch_members_, scratch_gpus_;
+  std::vector<std::vector<uint32_t>> member_buffers_;
+  size_t completion_depth_ = 0;
+  std::vector<uint32_t> pump_queue_;
+  bool pumping_ = false;
+  uint32_t ranks_done_ = 0, dead_count_ = 0;
+  uint64_t ops_executed_ = 0;
+  sim::Time step_start_, step_end_;
+  std::string error_;
+  // trace
+  std::vector<uint8_t> traced_;
+  std::vector<std::vector<uint32_t>> bus_names_;  // per template: program name id -> bus name id
+  uint32_t key_mb_ = sim::kNoName, key_layer_ = sim::kNoName, key_bytes_ = sim::kNoName, key_ext_ = sim::kNoName;
+};
+
+}  // namespace wl

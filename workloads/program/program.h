@@ -1,0 +1,167 @@
+// workloads/program/program.h: the one program IR every workload produces and one executor runs.
+//
+// A Program is the list of ops one rank runs, with dependencies. Ranks that run the same ops share
+// one Program (a *template*, or rank class): memory grows with templates x ops plus ranks, not
+// ranks x ops. Per-rank differences (which ranks form a communicator's group, a relative peer) are
+// resolved by the executor when an op runs.
+//
+// Streams are named by the producer, any number per program. A stream runs its ops one at a time
+// in program order. An op starts when it is the head of its stream and every op it depends on (on
+// any stream of the same rank) has finished. An op on no stream (kNoStream) is dependency-only: it
+// starts as soon as its dependencies are done and is never serialised behind other ops; it must
+// take no time (a marker or a memory op: a join point, as Chakra's dependency-only nodes).
+// Kinds:
+//   kernel      `flops` and HBM `bytes` of op class `op_class`, costed when issued (KernelCoster);
+//   timed       a kernel already costed: `seconds` alone on an idle GPU, loading the SM pool with
+//               sm_load and HBM with hbm_load (fractions, topology/cluster_resources.h); a measured
+//               kernel is a timed op;
+//   delay       pure time (`seconds`), no resources;
+//   collective  `coll` of `bytes` on communicator `comm`; starts when its last member arrives;
+//               members' k-th collectives on one communicator match, and must agree on op and bytes;
+//   send        `bytes` to `peer` with `tag`; recv: finishes once the matching send has arrived.
+//               Messages match by (source, destination, tag), first in first out; any number may be
+//               outstanding. A peer is an absolute rank, or an offset along a layout axis;
+//   memory      `bytes` allocated (> 0) or freed (< 0) on the rank, for peak tracking;
+//   marker      zero time; an instant in the trace.
+// Every op carries `external_id` (a Chakra node id, a Kineto correlation id; 0: none), shown on its
+// trace span, and a `category` from the producer's list (JobProgram::categories) that the step
+// breakdown charges its time to.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/observer.h"
+#include "sim/time.h"
+#include "workloads/collectives/collective.h"
+#include "workloads/program/layout.h"
+
+namespace wl {
+
+enum class OpKind : uint8_t { kKernel, kTimed, kDelay, kCollective, kSend, kRecv, kMemory, kMarker };
+std::string_view op_kind_name(OpKind k);
+
+inline constexpr uint16_t kNoStream = 0xFFFF;
+inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
+
+struct Op {
+  OpKind kind = OpKind::kTimed;
+  CollectiveOp coll = CollectiveOp::kAllReduce;
+  uint16_t stream = 0;
+  uint16_t category = 0;
+  uint8_t op_class = 0;               // kernel: the producer's op class, for the KernelCoster
+  uint8_t peer_axis = kAbsolutePeer;  // send/recv: a Dim when `peer` is an offset along it
+  uint32_t comm = 0;                  // collective: index into JobProgram::comms
+  int32_t peer = 0;                   // send/recv: absolute rank, or offset along peer_axis
+  uint32_t tag = 0;                   // send/recv
+  uint32_t slot = 0;                  // recv: its receive slot (set by finalize)
+  double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration
+  double sm_load = 0.0;
+  double hbm_load = 0.0;
+  double flops = 0.0;                 // kernel
+  double bytes = 0.0;                 // kernel: HBM bytes; collective, send: payload; memory: +alloc/-free
+  double model_flops = 0.0;           // FLOPs this op contributes to MFU (no recompute)
+  uint32_t name = 0;                  // index into the program's names
+  uint32_t deps_begin = 0;
+  uint32_t deps_count = 0;
+  uint32_t pos = 0;                   // position within its stream, or among dependency-only ops
+  int32_t micro_batch = -1;           // for the trace
+  int32_t layer = -1;
+  uint64_t external_id = 0;
+};
+
+class Program {
+ public:
+  // Declares a stream; ids are dense, in declaration order (the trace's thread ids).
+  uint16_t add_stream(std::string_view name);
+  uint16_t num_streams() const { return static_cast<uint16_t>(stream_names_.size()); }
+  const std::string& stream_name(uint16_t s) const { return stream_names_[s]; }
+
+  // Appends an op; returns its index. `deps` are indices of earlier ops.
+  uint32_t add(Op op, std::initializer_list<uint32_t> deps = {});
+  uint32_t add(Op op, const std::vector<uint32_t>& deps);
+  void add_dep(uint32_t op, uint32_t dep);  // only before finalize, for the most recent op
+  uint32_t intern(std::string_view name) { return names_.intern(name); }
+  // Computes stream positions and the receive index; call once when done. Throws sim::UserError
+  // for an op on an undeclared stream.
+  void finalize();
+
+  const std::vector<Op>& ops() const { return ops_; }
+  const Op& op(uint32_t i) const { return ops_[i]; }
+  const uint32_t* deps(const Op& o) const { return deps_.data() + o.deps_begin; }
+  const std::vector<uint32_t>& stream_ops(uint16_t s) const { return stream_ops_[s]; }
+  const std::vector<uint32_t>& free_ops() const { return free_ops_; }  // dependency-only, in order
+  const std::string& name(uint32_t id) const { return names_.name(id); }
+
+  // Receives: each recv op has a slot (dense, per program); messages match by (peer, tag) in
+  // program order among the recvs with the same (peer, tag).
+  uint32_t num_recvs() const { return static_cast<uint32_t>(recv_slot_of_op_.size()); }
+  // The recv slots waiting for (peer ref, tag), in program order; null when none.
+  const std::vector<uint32_t>* recv_slots(uint8_t peer_axis, int32_t peer, uint32_t tag) const;
+  // Distinct relative peer refs (axis, offset) of this program's recvs.
+  const std::vector<std::pair<uint8_t, int32_t>>& relative_recv_peers() const { return relative_peers_; }
+  bool has_absolute_recvs() const { return has_absolute_recvs_; }
+  uint32_t recv_op_of_slot(uint32_t slot) const { return recv_op_of_slot_[slot]; }
+  uint32_t recv_slot_of_op(uint32_t op) const { return recv_slot_of_op_.at(op); }
+
+ private:
+  // axis (8 bits) | peer (24 bits, two's complement: ranks and offsets below 2^23) | tag (32 bits)
+  static uint64_t recv_key(uint8_t axis, int32_t peer, uint32_t tag) {
+    return (uint64_t{axis} << 56) | ((uint64_t{static_cast<uint32_t>(peer)} & 0xFFFFFFu) << 32) | tag;
+  }
+  std::vector<Op> ops_;
+  std::vector<uint32_t> deps_;
+  std::vector<std::string> stream_names_;
+  std::vector<std::vector<uint32_t>> stream_ops_;
+  std::vector<uint32_t> free_ops_;
+  sim::NameTable names_;
+  std::unordered_map<uint32_t, uint32_t> recv_slot_of_op_;
+  std::vector<uint32_t> recv_op_of_slot_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> recv_lists_;
+  std::vector<std::pair<uint8_t, int32_t>> relative_peers_;
+  bool has_absolute_recvs_ = false;
+  bool finalized_ = false;
+};
+
+// A communicator: either explicit member ranks (traces; the order is the ranks' order in the
+// collective, member 0 the root), or generated: the group of the issuing rank along a layout axis
+// (resolved when the op runs, so a generated job keeps no member lists).
+struct Communicator {
+  std::string name;
+  bool generated = false;
+  Dim axis = Dim::kTp;            // generated
+  std::vector<uint32_t> members;  // explicit
+  Algorithm algorithm = Algorithm::kAuto;
+  std::string algorithm_at;  // where the scenario chose the algorithm, for errors; or empty
+};
+
+// Everything one job runs: templates, which rank runs which, where each rank runs, communicators,
+// and the producer's breakdown categories.
+struct JobProgram {
+  std::vector<Program> templates;
+  std::vector<uint32_t> template_of_rank;
+  std::vector<uint32_t> gpu_of_rank;     // placement; empty: rank r on GPU r
+  std::vector<sim::Time> start_offset;   // per rank, after the executor's start; empty: all 0
+  std::vector<Communicator> comms;
+  Layout layout{{1, 1, 1, 1, 1}, Layout::default_order()};  // for generated comms and relative peers
+  // Breakdown categories (op.category indexes them). The executor charges the busy time of each
+  // rank's stream 0 to its ops' categories and every gap on it to what the next op waited for: the
+  // category of the dependency that finished last, `idle_category` when that was a stream-0 op or
+  // nothing, and for a recv, idle until the sender started sending and the recv's category after.
+  std::vector<std::string> categories{"compute", "idle"};
+  uint16_t idle_category = 1;
+  // Trace label of a rank (called once per traced rank at start); empty: "rank N".
+  std::function<std::string(uint32_t)> rank_label;
+
+  uint32_t world() const { return static_cast<uint32_t>(template_of_rank.size()); }
+  uint32_t gpu_of(uint32_t rank) const { return gpu_of_rank.empty() ? rank : gpu_of_rank[rank]; }
+  uint16_t add_category(std::string_view name);
+  uint32_t add_comm(Communicator c);
+};
+
+}  // namespace wl
