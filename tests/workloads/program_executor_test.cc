@@ -12,6 +12,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
+#include "workloads/collectives/benchmark.h"
 #include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
 #include "workloads/program/program.h"
@@ -313,6 +314,101 @@ TEST(ProgramExecutor, PlacementMapMovesARankToAnotherGpu) {
   sim.run();
   ASSERT_TRUE(exec.finished());
   EXPECT_EQ(exec.step_end().count_ns(), 2'001'000);
+}
+
+}  // namespace
+}  // namespace wl
+
+namespace wl {
+namespace {
+
+// Records the end time of every span (one per finished op) of one process.
+class SpanEnds : public sim::Observer {
+ public:
+  explicit SpanEnds(uint32_t process) : process_(process) {}
+  void on_span(const sim::SpanRecord& r, const sim::NameTable&) override {
+    if (r.process == process_) ends.push_back(r.end);
+  }
+  std::vector<sim::Time> ends;
+
+ private:
+  uint32_t process_;
+};
+
+topo::Topology two_dgx_h100() {
+  topo::ClusterSpec cs;
+  cs.nodes = 2;
+  cs.gpus_per_node = 8;
+  cs.scale_up.kind = topo::ScaleUpKind::kNvSwitch;
+  cs.scale_out.kind = topo::ScaleOutKind::kFatTree;
+  cs.scale_out.fat_tree.nic_bandwidth_Bps = 50e9;
+  cs.scale_out.fat_tree.rails = 8;
+  cs.scale_out.fat_tree.tiers = {topo::FatTreeTier{"leaf", 2, 1.0, 1}, topo::FatTreeTier{"spine", 1, 1.0, 1}};
+  return topo::build_cluster(cs);
+}
+
+TEST(ProgramExecutor, CollectiveBenchmarkTimesEqualAHandWrittenProgram) {
+  // The nccl-tests style benchmark (warm-up then timed iterations of each size, back to back) and
+  // the same collectives written by hand as a program on explicit communicators, run by the
+  // executor: every time per iteration is identical.
+  auto topo = two_dgx_h100();
+  CollectiveBenchConfig cfg;
+  cfg.iterations = 3;
+  cfg.warmup = 2;
+  std::vector<uint32_t> all(16), node(8);
+  for (uint32_t i = 0; i < 16; ++i) all[i] = i;
+  for (uint32_t i = 0; i < 8; ++i) node[i] = i;
+  cfg.tests.push_back(CollectiveTest{CollectiveOp::kAllReduce, Algorithm::kRing, node, {1 << 20, 64 << 20}});
+  cfg.tests.push_back(CollectiveTest{CollectiveOp::kAllReduce, Algorithm::kAuto, all, {1 << 20, 256 << 20}});
+  cfg.tests.push_back(CollectiveTest{CollectiveOp::kAllGather, Algorithm::kRing, {0, 8}, {16 << 20}});
+  std::vector<CollectiveResult> bench;
+  {
+    sim::Simulation sim(1);
+    topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::ResourceOptions{});
+    bench = run_collective_benchmark(res, cfg);
+  }
+  ASSERT_EQ(bench.size(), 5u);
+
+  // The program: rank r on GPU r; one communicator per test; every member runs each case's
+  // warm-up and timed collectives in order on one stream.
+  std::vector<Program> ps(16);
+  for (auto& p : ps) p.add_stream("comm");
+  JobProgram jp;
+  for (size_t t = 0; t < cfg.tests.size(); ++t) {
+    Communicator c;
+    c.name = "test" + std::to_string(t);
+    c.members = cfg.tests[t].group;
+    c.algorithm = cfg.tests[t].algorithm;
+    uint32_t id = jp.add_comm(c);
+    for (double size : cfg.tests[t].sizes)
+      for (int64_t i = 0; i < cfg.warmup + cfg.iterations; ++i)
+        for (uint32_t m : c.members) ps[m].add(collective(id, cfg.tests[t].op, size, 0));
+  }
+  for (auto& p : ps) p.finalize();
+  jp.templates = std::move(ps);
+  for (uint32_t r = 0; r < 16; ++r) jp.template_of_rank.push_back(r);
+
+  // GPU 0 is in every group: its op ends mark every iteration's end.
+  sim::Simulation sim(1);
+  SpanEnds ends(0);
+  sim.observers().attach(&ends);
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::ResourceOptions{});
+  RuntimeOptions ro;
+  CollectiveRuntime runtime(res, ro);
+  ExecutorOptions eo;
+  eo.trace_ranks = {0};
+  ProgramExecutor exec(res, runtime, jp, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
+  exec.start();
+  sim.run();
+  ASSERT_TRUE(exec.finished()) << exec.error();
+  const size_t per_case = static_cast<size_t>(cfg.warmup + cfg.iterations);
+  ASSERT_EQ(ends.ends.size(), bench.size() * per_case);
+  for (size_t k = 0; k < bench.size(); ++k) {
+    SCOPED_TRACE("case " + std::to_string(k));
+    sim::Time timed_start = ends.ends[k * per_case + static_cast<size_t>(cfg.warmup) - 1];
+    sim::Time last = ends.ends[(k + 1) * per_case - 1];
+    EXPECT_EQ((last - timed_start).seconds() / static_cast<double>(cfg.iterations), bench[k].time_s);
+  }
 }
 
 }  // namespace

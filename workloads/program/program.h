@@ -77,6 +77,7 @@ struct Op {
 
 class Program {
  public:
+  Program() { names_.intern(""); }  // name id 0 is the empty name: ops need not be named
   // Declares a stream; ids are dense, in declaration order (the trace's thread ids).
   uint16_t add_stream(std::string_view name);
   uint16_t num_streams() const { return static_cast<uint16_t>(stream_names_.size()); }
