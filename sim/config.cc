@@ -308,6 +308,15 @@ ConfigNode ConfigNode::child(std::string_view key) const {
   return make_child(key);
 }
 
+ConfigNode ConfigNode::child_map(std::string_view key) const {
+  if (!has(key)) put_default(*this, key, YAML::Node(YAML::NodeType::Map));
+  ConfigNode c = make_child(key);
+  require_map(c);
+  return c;
+}
+
+const std::string& ConfigNode::document_name() const { return rec_->doc->name; }
+
 std::vector<std::string> ConfigNode::keys() const {
   require_map(*this);
   std::vector<std::string> out;

@@ -49,6 +49,11 @@ class ConfigNode {
   bool has(std::string_view key) const;
   ConfigNode child(std::string_view key) const;  // required: throws if missing
   std::optional<ConfigNode> find(std::string_view key) const;
+  // The map under `key`; when absent, an empty map is written into the document there (so the
+  // defaults its getters fill in appear in the resolved scenario) and returned.
+  ConfigNode child_map(std::string_view key) const;
+  // The name of the document this node belongs to (its file name as loaded).
+  const std::string& document_name() const;
   // Keys in document order (overrides and applied defaults come last).
   std::vector<std::string> keys() const;
 

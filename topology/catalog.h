@@ -36,6 +36,10 @@ struct GpuSpec {
   uint32_t ici_links_per_chip = 0;
   double ici_link_bandwidth_Bps = 0;
   double power_W = 0;
+  // Fraction of the dense tensor peak large GEMMs reach in training (before wave quantization):
+  // the default of the hardware profile (topology/hardware_profile.h); each entry says where its
+  // value comes from.
+  double gemm_efficiency = 0.80;
   std::string source;  // where the numbers come from
 };
 

@@ -8,6 +8,14 @@ namespace topo {
 
 namespace {
 
+// A key that moved into `cluster.profile`: a clear error instead of "unknown key".
+void moved_to_profile(const sim::ConfigNode& n, const char* key, const char* profile_key) {
+  if (n.has(key))
+    n.child(key).fail(std::string("moved: link latencies, efficiencies and communication settings are the hardware "
+                                  "profile's; set cluster.profile.") +
+                      profile_key);
+}
+
 GpuSpec bind_gpu(const sim::ConfigNode& cluster) {
   auto node = cluster.child("gpu");
   if (node.is_scalar()) {
@@ -44,8 +52,8 @@ FatTreeSpec bind_fat_tree(const sim::ConfigNode& so, const ClusterSpec& spec) {
   ft.nic_bandwidth_Bps = so.get_bandwidth("nic_bandwidth", ft.nic_bandwidth_Bps);
   if (ft.nic_bandwidth_Bps <= 0) so.child("nic_bandwidth").fail("must be > 0");
   ft.rails = static_cast<uint32_t>(so.get_int_in("rails", 1, 1024, 1));
-  ft.hop_latency = so.get_duration("hop_latency", ft.hop_latency);
-  ft.nic_latency = so.get_duration("nic_latency", ft.nic_latency);
+  moved_to_profile(so, "hop_latency", "fabric_latency");
+  moved_to_profile(so, "nic_latency", "nic_latency");
   std::string policy = so.get_enum("uplink_policy", {"d-mod-k", "flow-hash"}, "d-mod-k");
   ft.uplink_policy = policy == "d-mod-k" ? UplinkPolicy::kDModK : UplinkPolicy::kFlowHash;
   auto tiers = so.child("tiers");
@@ -94,7 +102,7 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     std::string kind = su->get_enum("kind", {"none", "nvswitch"}, tpu ? "none" : "nvswitch");
     cfg.spec.scale_up.kind = kind == "nvswitch" ? ScaleUpKind::kNvSwitch : ScaleUpKind::kNone;
     cfg.spec.scale_up.bandwidth_Bps = su->get_bandwidth("bandwidth", cfg.gpu.scale_up_bandwidth_Bps);
-    cfg.spec.scale_up.latency = su->get_duration("latency", cfg.spec.scale_up.latency);
+    moved_to_profile(*su, "latency", "scale_up_latency");
     if (cfg.spec.scale_up.bandwidth_Bps <= 0) su->child("bandwidth").fail("must be > 0");
   } else {
     cfg.spec.scale_up.kind = tpu || cfg.spec.gpus_per_node == 1 ? ScaleUpKind::kNone : ScaleUpKind::kNvSwitch;
@@ -124,7 +132,7 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     double def_bw = cfg.gpu.ici_link_bandwidth_Bps > 0 ? cfg.gpu.ici_link_bandwidth_Bps : t.link_bandwidth_Bps;
     t.link_bandwidth_Bps = so->get_bandwidth("link_bandwidth", def_bw);
     if (t.link_bandwidth_Bps <= 0) so->child("link_bandwidth").fail("must be > 0");
-    t.link_latency = so->get_duration("link_latency", t.link_latency);
+    moved_to_profile(*so, "link_latency", "torus_latency");
     uint64_t chips = uint64_t{cfg.spec.nodes} * cfg.spec.gpus_per_node;
     if (product != chips)
       dims_node.fail("the torus holds " + std::to_string(product) + " chips but nodes x gpus_per_node = " +
@@ -134,16 +142,14 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     c.fail("a cluster of " + std::to_string(cfg.spec.nodes) + " nodes needs a `scale_out` network (fat-tree or torus)");
   }
 
-  // Resource options.
-  if (auto e = c.find("efficiency")) {
-    cfg.resources.scale_up_efficiency = e->get_double_in("scale_up", 0.01, 1.0, cfg.resources.scale_up_efficiency);
-    cfg.resources.nic_efficiency = e->get_double_in("nic", 0.01, 1.0, cfg.resources.nic_efficiency);
-    cfg.resources.fabric_efficiency = e->get_double_in("fabric", 0.01, 1.0, cfg.resources.fabric_efficiency);
-    cfg.resources.torus_efficiency = e->get_double_in("torus", 0.01, 1.0, cfg.resources.torus_efficiency);
-  }
-  // TPUs move ICI data with DMA engines, not with TensorCores: no cores held by communication.
-  int64_t def_sms = tpu ? 0 : cfg.resources.comm_sms;
-  cfg.resources.comm_sms = static_cast<uint32_t>(c.get_int_in("comm_sms", 0, cfg.gpu.sm_count, def_sms));
+  // The hardware profile: efficiencies, latencies, communication runtime settings.
+  moved_to_profile(c, "efficiency", "scale_up_efficiency, nic_efficiency, fabric_efficiency, torus_efficiency");
+  moved_to_profile(c, "comm_sms", "comm_sms");
+  cfg.profile = bind_profile(c, cfg.gpu);
+  cfg.spec.scale_up.latency = cfg.profile.scale_up_latency;
+  cfg.spec.scale_out.fat_tree.hop_latency = cfg.profile.fabric_latency;
+  cfg.spec.scale_out.fat_tree.nic_latency = cfg.profile.nic_latency;
+  cfg.spec.scale_out.torus.link_latency = cfg.profile.torus_latency;
   return cfg;
 }
 

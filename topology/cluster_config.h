@@ -5,7 +5,7 @@
 //     gpu: h100-sxm                 # or {preset: h100-sxm, hbm_bandwidth: 4TB/s, ...}
 //     nodes: 16
 //     gpus_per_node: 8
-//     scale_up: {kind: nvswitch, bandwidth: 450GB/s, latency: 250ns}
+//     scale_up: {kind: nvswitch, bandwidth: 450GB/s}
 //     scale_out:
 //       kind: fat-tree              # none | fat-tree | torus
 //       nic_bandwidth: 400Gbps
@@ -13,16 +13,17 @@
 //       tiers:
 //         - {name: leaf, nodes: 16}
 //         - {name: spine, leafs: 8, oversubscription: 1, uplinks: 1}   # or groups: 8
-//     efficiency: {scale_up: 0.82, nic: 0.94, fabric: 0.94, torus: 0.9}
-//     comm_sms: 16
+//     profile: {file: calibration.yaml, gemm_efficiency: 0.7}   # topology/hardware_profile.h
 // A tier k >= 1 names its size either `groups: N` or `<previous tier name>s: N` (racks: 192).
 // A torus: scale_out: {kind: torus, dims: [8, 8, 8], link_bandwidth: ..., link_latency: ...};
-// link bandwidth defaults to the accelerator's ICI per-link rate.
+// link bandwidth defaults to the accelerator's ICI per-link rate. Link latencies and efficiencies
+// are the hardware profile's.
 #pragma once
 
 #include "sim/config.h"
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
+#include "topology/hardware_profile.h"
 #include "topology/topology.h"
 
 namespace topo {
@@ -30,7 +31,7 @@ namespace topo {
 struct ClusterConfig {
   GpuSpec gpu;
   ClusterSpec spec;
-  ResourceOptions resources;
+  HardwareProfile profile;
 };
 
 // Throws sim::ConfigError naming file, line, column and key for anything wrong or impossible.

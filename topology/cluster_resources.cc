@@ -8,7 +8,7 @@
 namespace topo {
 
 namespace {
-double efficiency_of(LinkKind kind, const ResourceOptions& o) {
+double efficiency_of(LinkKind kind, const HardwareProfile& o) {
   switch (kind) {
     case LinkKind::kScaleUp: return o.scale_up_efficiency;
     case LinkKind::kNic: return o.nic_efficiency;
@@ -21,7 +21,7 @@ double efficiency_of(LinkKind kind, const ResourceOptions& o) {
 }  // namespace
 
 ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu,
-                                   const ResourceOptions& opt)
+                                   const HardwareProfile& opt)
     : sim_(sim), topo_(topo), gpu_(gpu), opt_(opt) {
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();

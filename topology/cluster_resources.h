@@ -1,10 +1,8 @@
 // topology/cluster_resources.h: a Topology and its accelerators turned into engine constraints.
 //
 // Every directed Link becomes one fluid constraint (link index == position in link_constraints)
-// whose capacity is the link bandwidth times the efficiency of its kind: NCCL moves payload at
-// about 82% of NVLink line rate (370 of 450 GB/s busbw on 8x H100, nccl-tests#212 maintainer) and
-// about 94% of a 400 Gb/s NIC (46-48 of 50 GB/s, nccl-tests#290 maintainer). Those defaults are
-// what published-results.md section 5.1 measured; calibration may replace them.
+// whose capacity is the link bandwidth times the efficiency of its kind in the hardware profile
+// (topology/hardware_profile.h, where the defaults cite their sources).
 //
 // Every accelerator gets two constraints, normalised to capacity 1.0: its SM pool (fraction of
 // peak FLOP/s) and its HBM channel (fraction of peak bytes/s). A kernel of F FLOPs and B bytes is
@@ -22,31 +20,18 @@
 #include "sim/observer.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
+#include "topology/hardware_profile.h"
 #include "topology/topology.h"
 
 namespace topo {
 
-struct ResourceOptions {
-  double scale_up_efficiency = 0.82;  // 370/450, nccl-tests#212 (published-results.md 5.1)
-  double nic_efficiency = 0.94;       // 47/50, nccl-tests#290 (published-results.md 5.1)
-  double fabric_efficiency = 0.94;    // same protocol overhead on switch links as on the NIC
-  double torus_efficiency = 0.90;     // assumption for ICI; replace from calibration
-  // SMs a communication kernel holds while a collective runs on a GPU: NCCL uses ~16 on an
-  // 8-NIC DGX (nccl#689); 0 disables the slowdown.
-  uint32_t comm_sms = 16;
-  // Fraction of HBM bandwidth communication takes while active (reads and writes of the staged
-  // chunks); an assumption, small next to 3.35 TB/s.
-  double comm_hbm_fraction = 0.05;
-  bool watch_links = false;  // report link loads to the fluid model's watcher
-};
-
 class ClusterResources : public sim::ConstraintWatcher {
  public:
-  ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const ResourceOptions& opt);
+  ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const HardwareProfile& profile);
 
   const Topology& topology() const { return topo_; }
   const GpuSpec& gpu_spec() const { return gpu_; }
-  const ResourceOptions& options() const { return opt_; }
+  const HardwareProfile& profile() const { return opt_; }
   sim::Simulation& simulation() { return sim_; }
 
   sim::ConstraintId link(uint32_t link_index) const { return link_constraints_[link_index]; }
@@ -84,7 +69,7 @@ class ClusterResources : public sim::ConstraintWatcher {
   sim::Simulation& sim_;
   const Topology& topo_;
   GpuSpec gpu_;
-  ResourceOptions opt_;
+  HardwareProfile opt_;
   std::vector<sim::ConstraintId> link_constraints_;
   std::vector<sim::ConstraintId> sm_;
   std::vector<sim::ConstraintId> hbm_;

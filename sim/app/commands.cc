@@ -397,7 +397,7 @@ int cmd_run(const RunOptions& opt) {
     }
   } finish_on_exit{sim};
 
-  topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.resources);
+  topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
   if (!ranks.empty()) res.enable_link_counters(ranks);
   nlohmann::ordered_json j;
   j["scenario"] = sc.name;

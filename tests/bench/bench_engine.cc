@@ -228,7 +228,7 @@ void BM_AllReduce16kHierarchical(benchmark::State& state) {
     auto cfg = topo::bind_cluster(cnode);
     auto topology = topo::build_cluster_checked(cfg, cnode);
     sim::Simulation s(1, queue_arg(state));
-    topo::ClusterResources res(s, topology, cfg.gpu, cfg.resources);
+    topo::ClusterResources res(s, topology, cfg.gpu, cfg.profile);
     wl::CollectiveRuntime rt(res, wl::RuntimeOptions{});
     wl::ClusterShape shape{topology.gpus_per_node(), topology.gpus_per_node(), false, {}};
     wl::CollectiveRequest req;
@@ -253,7 +253,7 @@ void BM_Llama3_405B_Step16k(benchmark::State& state) {
     auto topology = topo::build_cluster_checked(cfg, cnode);
     auto ts = wl::bind_training(doc.root().child("workload"), cfg.gpu, topology.num_gpus());
     sim::Simulation s(1, queue_arg(state));
-    topo::ClusterResources res(s, topology, cfg.gpu, cfg.resources);
+    topo::ClusterResources res(s, topology, cfg.gpu, cfg.profile);
     auto r = wl::run_training_step(res, ts, {});
     state.counters["events"] = static_cast<double>(r.events);
     state.counters["ops"] = static_cast<double>(r.ops);

@@ -31,7 +31,7 @@ TEST(TopologyLinkCounters, SaturatedLinkReportsOneThenZero) {
   sim::Simulation s(1);
   CounterLog log;
   s.observers().attach(&log);
-  ResourceOptions o;
+  HardwareProfile o;
   o.scale_up_efficiency = 1.0;
   ClusterResources res(s, t, find_gpu("h100-sxm"), o);
   std::vector<uint32_t> traced{0};

@@ -30,7 +30,7 @@ wl::TrainingJob small_job() {
   j.model = wl::find_model_preset("llama3-8b");
   j.model.layers = 4;
   j.gpu = topo::find_gpu("h100-sxm");
-  j.efficiency = wl::default_efficiency(j.gpu);
+  j.profile = topo::default_profile(j.gpu);
   j.seq_len = 1024;
   j.global_batch = 4;
   j.tp = 2;
@@ -48,7 +48,7 @@ std::string traced_step(const std::vector<int64_t>& horizons, const fs::path& pa
   topo::ScaleUpSpec su;
   su.kind = topo::ScaleUpKind::kNvSwitch;
   auto topo = topo::build_scale_up(4, su);
-  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::ResourceOptions{});
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::HardwareProfile{});
   std::vector<uint32_t> ranks{0, 1, 2, 3};
   res.enable_link_counters(ranks);
   auto job = small_job();

@@ -36,8 +36,8 @@ topo::Topology ideal_switch(uint32_t n, double B) {
   return topo::build_fat_tree(n, 1, ft);
 }
 
-topo::ResourceOptions ideal_options() {
-  topo::ResourceOptions o;
+topo::HardwareProfile ideal_options() {
+  topo::HardwareProfile o;
   o.scale_up_efficiency = o.nic_efficiency = o.fabric_efficiency = o.torus_efficiency = 1.0;
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0.0;
@@ -45,7 +45,7 @@ topo::ResourceOptions ideal_options() {
 }
 
 // Simulated seconds of one collective started at t=0 on an idle cluster.
-double simulate(const topo::Topology& t, const topo::ResourceOptions& o, const CollectiveRequest& req,
+double simulate(const topo::Topology& t, const topo::HardwareProfile& o, const CollectiveRequest& req,
                 const ClusterShape& shape, RuntimeOptions ro = {}) {
   sim::Simulation sim(1);
   topo::ClusterResources res(sim, t, topo::find_gpu("h100-sxm"), o);
@@ -173,7 +173,7 @@ TEST(CollectiveSim, SingleNodeH100AllReduceBusBandwidthNearPublishedRing) {
   ClusterShape shape{8, 8, false, {}};
   double S = 1 * kGiB;
   CollectiveRequest req{CollectiveOp::kAllReduce, Algorithm::kRing, iota(8), S};
-  double secs = simulate(t, topo::ResourceOptions{}, req, shape);
+  double secs = simulate(t, topo::HardwareProfile{}, req, shape);
   double busbw = S / secs * bus_factor(CollectiveOp::kAllReduce, 8) / 1e9;
   EXPECT_NEAR(busbw, 370.0, 37.0);
 }
@@ -185,7 +185,7 @@ TEST(CollectiveSim, TwoNodeH100AllReduceIsNicBound) {
   ClusterShape shape{8, 8, false, {}};
   double S = 1 * kGiB;
   CollectiveRequest req{CollectiveOp::kAllReduce, Algorithm::kRing, iota(16), S};
-  double secs = simulate(t, topo::ResourceOptions{}, req, shape);
+  double secs = simulate(t, topo::HardwareProfile{}, req, shape);
   double busbw = S / secs * bus_factor(CollectiveOp::kAllReduce, 16) / 1e9;
   EXPECT_NEAR(busbw, 8 * 47.0, 8 * 47.0 * 0.10);
 }
@@ -197,13 +197,13 @@ TEST(CollectiveSim, RelabellingRanksOfASymmetricTopologyKeepsTimes) {
   // Within a node: any order of the 8 GPUs of node 1 is the same ring on a non-blocking switch.
   CollectiveRequest a{CollectiveOp::kAllReduce, Algorithm::kRing, iota(8), S};
   CollectiveRequest b{CollectiveOp::kAllReduce, Algorithm::kRing, {11, 9, 15, 8, 13, 10, 14, 12}, S};
-  EXPECT_EQ(simulate(t, topo::ResourceOptions{}, a, shape), simulate(t, topo::ResourceOptions{}, b, shape));
+  EXPECT_EQ(simulate(t, topo::HardwareProfile{}, a, shape), simulate(t, topo::HardwareProfile{}, b, shape));
   // Swapping the two nodes of a 16-rank all-reduce.
   CollectiveRequest c{CollectiveOp::kAllReduce, Algorithm::kRing, iota(16), S};
   std::vector<uint32_t> swapped = iota(8, 8);
   for (uint32_t g : iota(8)) swapped.push_back(g);
   CollectiveRequest d{CollectiveOp::kAllReduce, Algorithm::kRing, swapped, S};
-  EXPECT_EQ(simulate(t, topo::ResourceOptions{}, c, shape), simulate(t, topo::ResourceOptions{}, d, shape));
+  EXPECT_EQ(simulate(t, topo::HardwareProfile{}, c, shape), simulate(t, topo::HardwareProfile{}, d, shape));
 }
 
 TEST(CollectiveSim, CommunicationSmsSlowConcurrentCompute) {
@@ -212,7 +212,7 @@ TEST(CollectiveSim, CommunicationSmsSlowConcurrentCompute) {
   // rest, 1 - T*116/132, at full speed -> it ends at T + 1 - T*116/132 = 1 + T*16/132.
   auto t = dgx_h100(1);
   sim::Simulation sim(1);
-  topo::ResourceOptions o;
+  topo::HardwareProfile o;
   o.comm_hbm_fraction = 0.0;
   auto gpu = topo::find_gpu("h100-sxm");
   topo::ClusterResources res(sim, t, gpu, o);

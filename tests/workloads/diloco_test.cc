@@ -319,7 +319,7 @@ TEST(DiLoCoRun, EndToEndOnAnIslandCluster) {
   auto b = bind({});
   sim::Simulation s(1);
   auto topo = topo::build_cluster(b.cluster.spec);
-  topo::ClusterResources res(s, topo, b.cluster.gpu, b.cluster.resources);
+  topo::ClusterResources res(s, topo, b.cluster.gpu, b.cluster.profile);
   auto r = run_diloco(res, b.settings);
   ASSERT_GT(r.step.step_time_s, 0);
   double sync = ring_sync_seconds(3, r.params * 4, 1.25e9, 0.005);

@@ -31,8 +31,8 @@ topo::Topology ideal_switch(uint32_t n) {
   return topo::build_fat_tree(n, 1, ft);
 }
 
-topo::ResourceOptions ideal_options() {
-  topo::ResourceOptions o;
+topo::HardwareProfile ideal_options() {
+  topo::HardwareProfile o;
   o.scale_up_efficiency = o.nic_efficiency = o.fabric_efficiency = o.torus_efficiency = 1.0;
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0.0;
@@ -364,7 +364,7 @@ TEST(ProgramExecutor, CollectiveBenchmarkTimesEqualAHandWrittenProgram) {
   std::vector<CollectiveResult> bench;
   {
     sim::Simulation sim(1);
-    topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::ResourceOptions{});
+    topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::HardwareProfile{});
     bench = run_collective_benchmark(res, cfg);
   }
   ASSERT_EQ(bench.size(), 5u);
@@ -392,7 +392,7 @@ TEST(ProgramExecutor, CollectiveBenchmarkTimesEqualAHandWrittenProgram) {
   sim::Simulation sim(1);
   SpanEnds ends(0);
   sim.observers().attach(&ends);
-  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::ResourceOptions{});
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::HardwareProfile{});
   RuntimeOptions ro;
   CollectiveRuntime runtime(res, ro);
   ExecutorOptions eo;

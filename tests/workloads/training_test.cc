@@ -41,7 +41,7 @@ TrainingJob pipeline_job(PipelineSchedule sched, int64_t p, int64_t m, int64_t v
   TrainingJob j;
   j.model = even_model(p * v * 8);
   j.gpu = topo::find_gpu("h100-sxm");
-  j.efficiency = default_efficiency(j.gpu);
+  j.profile = topo::default_profile(j.gpu);
   j.seq_len = 2048;
   j.micro_batch = 1;
   j.global_batch = m;
@@ -49,7 +49,7 @@ TrainingJob pipeline_job(PipelineSchedule sched, int64_t p, int64_t m, int64_t v
   j.schedule = sched;
   j.virtual_stages = v;
   j.optimizer_bytes_per_param = 0;       // no optimizer time: the step is pipeline work only
-  j.step_overhead = sim::Time::zero();   // free communication (with the network below)
+  j.profile.step_overhead = sim::Time::zero();  // free communication (with the network below)
   return j;
 }
 
@@ -65,7 +65,7 @@ topo::Topology free_network(uint32_t gpus) {
 
 StepResult run_step(const TrainingJob& job, const topo::Topology& t, bool allow_oom = true) {
   sim::Simulation sim(1);
-  topo::ResourceOptions o;
+  topo::HardwareProfile o = job.profile;  // the job's profile, without communication's SM and HBM hold
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0;
   topo::ClusterResources res(sim, t, job.gpu, o);
@@ -140,7 +140,7 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   TrainingJob j;
   j.model = find_model_preset("llama3-8b");
   j.gpu = topo::find_gpu("h100-sxm");
-  j.efficiency = default_efficiency(j.gpu);
+  j.profile = topo::default_profile(j.gpu);
   j.seq_len = 2048;
   j.global_batch = n;
   j.micro_batch = 1;
@@ -164,7 +164,7 @@ TEST(TrainingMemory, OutOfMemoryNamesTheStageAndTheLargestPart) {
   TrainingJob j;
   j.model = find_model_preset("llama3-70b");
   j.gpu = topo::find_gpu("h100-sxm");
-  j.efficiency = default_efficiency(j.gpu);
+  j.profile = topo::default_profile(j.gpu);
   j.seq_len = 4096;
   j.global_batch = 1;
   j.tp = 8;
@@ -253,7 +253,7 @@ TEST(TrainingFailure, DeadGpuMidStepIsAStuckOutcomeNamingTheDeadRank) {
   auto t = free_network(4);
   const double full = run_step(job, t).step_time_s;
   sim::Simulation sim(1);
-  topo::ResourceOptions o;
+  topo::HardwareProfile o;
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0;
   topo::ClusterResources res(sim, t, job.gpu, o);

@@ -73,12 +73,18 @@ std::vector<double> bind_sizes(const sim::ConfigNode& test) {
   return sizes;
 }
 
+RuntimeOptions runtime_options(const topo::ClusterResources& res) {
+  RuntimeOptions ro;
+  ro.step_overhead = res.profile().step_overhead;
+  return ro;
+}
+
 // Drives the tests one collective at a time, like nccl-tests' timing loop.
 class BenchmarkDriver : public CollectiveListener {
  public:
   BenchmarkDriver(topo::ClusterResources& res, const CollectiveBenchConfig& cfg, std::vector<CollectivePlan> plans,
                   std::vector<std::pair<size_t, size_t>> order)
-      : res_(res), cfg_(cfg), plans_(std::move(plans)), order_(std::move(order)), runtime_(res, cfg.runtime) {
+      : res_(res), cfg_(cfg), plans_(std::move(plans)), order_(std::move(order)), runtime_(res, runtime_options(res)) {
     auto& bus = res_.simulation().observers();
     if (bus.active()) {
       comm_cat_ = bus.names().intern("collective");
@@ -159,7 +165,8 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
   CollectiveBenchConfig cfg;
   cfg.iterations = w.get_int_in("iterations", 1, 1000000, 5);
   cfg.warmup = w.get_int_in("warmup", 0, 1000000, 1);
-  cfg.runtime.step_overhead = w.get_duration("step_overhead", cfg.runtime.step_overhead);
+  if (w.has("step_overhead"))
+    w.child("step_overhead").fail("moved: set cluster.profile.step_overhead (the hardware profile's)");
   auto tests = w.child("tests");
   if (!tests.is_sequence() || tests.size() == 0) tests.fail("expected a non-empty list of collective tests");
   for (size_t i = 0; i < tests.size(); ++i) {
@@ -207,7 +214,7 @@ ClusterShape cluster_shape_of(const topo::Topology& topo) {
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt) {
   CostHints h;
   const auto& topo = res.topology();
-  const auto& o = res.options();
+  const auto& o = res.profile();
   h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
   double inter = 0;
   for (const auto& l : topo.links()) {
@@ -235,7 +242,9 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
 std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg) {
   const auto& topo = res.topology();
   const ClusterShape shape = cluster_shape_of(topo);
-  CostHints hints = cost_hints_for(res, cfg.runtime);
+  RuntimeOptions ro;
+  ro.step_overhead = res.profile().step_overhead;
+  CostHints hints = cost_hints_for(res, ro);
   std::vector<CollectivePlan> plans;
   std::vector<std::pair<size_t, size_t>> order;
   for (size_t t = 0; t < cfg.tests.size(); ++t) {

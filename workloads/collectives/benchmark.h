@@ -4,7 +4,6 @@
 //     kind: collectives
 //     iterations: 5          # timed iterations per size (back to back, like nccl-tests -n)
 //     warmup: 1              # untimed iterations before them (-w)
-//     step_overhead: 1us     # software latency per algorithm step
 //     tests:
 //       - op: all-reduce     # all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all | send-recv
 //         algorithm: auto    # auto | ring | tree | halving-doubling | hierarchical | torus | direct
@@ -36,7 +35,6 @@ struct CollectiveBenchConfig {
   std::vector<CollectiveTest> tests;
   int64_t iterations = 5;
   int64_t warmup = 1;
-  RuntimeOptions runtime;
 };
 
 struct CollectiveResult {

@@ -56,7 +56,8 @@ double Breakdown::total() const {
 
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
                              const std::vector<uint32_t>& trace_ranks, StepHook* hook) {
-  const TrainingJob& job = ts.job;
+  TrainingJob job = ts.job;
+  job.profile = res.profile();  // the cluster's hardware profile is the one that counts
   TrainingPlan plan = build_training(job);
   StepResult r;
   r.memory = plan.memory;
@@ -79,7 +80,7 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
 
   const ClusterShape shape = cluster_shape_of(topo);
   RuntimeOptions ro;
-  ro.step_overhead = job.step_overhead;
+  ro.step_overhead = res.profile().step_overhead;
   CostHints hints = cost_hints_for(res, ro);
   CollectiveRuntime runtime(res, ro);
   ExecutorOptions eo;

@@ -8,26 +8,6 @@
 
 namespace wl {
 
-ComputeEfficiency default_efficiency(const topo::GpuSpec& gpu) {
-  ComputeEfficiency e;
-  // GEMM: a plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
-  // 8k x 8k (seeds-digest.md V15, lecture benchmark 000). A100: 0.66 is FIT, one number for all ten
-  // rows of Megatron-LM SC'21 Table 1 (clustersim validate), on top of wave quantization (see
-  // wave_factor); the microbenchmark maximum is higher (267.9 of 312 TF, 86%, in the ml-engineering
-  // matmul table), the gap being what 2021-era training loses around its GEMMs (unfused kernels,
-  // launch gaps), which this model does not resolve kernel by kernel. Other GPUs use the H100
-  // figure until measured.
-  e.gemm = gpu.name == "a100-sxm" ? 0.66 : 0.80;
-  // Attention core: FlashAttention-2 reports 50-73% of A100 peak forward and less backward (Dao
-  // 2023) [R]; 0.55 sits in that range for training (forward + backward).
-  e.attention = 0.55;
-  // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies [R].
-  e.memory = 0.85;
-  // Non-tensor-core math: H100 FP32 67 TF vs 989 TF BF16 tensor (spec ratio 14.8, seeds-digest V43).
-  e.vector = gpu.peak_fp32_flops > 0 && gpu.peak_bf16_flops > 0 ? gpu.peak_fp32_flops / gpu.peak_bf16_flops : 0.07;
-  return e;
-}
-
 double TrainingJob::peak_flops() const {
   switch (precision) {
     case Precision::kFp8: return gpu.peak_fp8_flops > 0 ? gpu.peak_fp8_flops : gpu.peak_bf16_flops;
@@ -135,7 +115,7 @@ class Coster {
   // forward writes tokens x n; backward input gradient tokens x k; weight gradient k x n.
   double gemm_seconds(const OpCost& o, PassPart part, double flops, double eff) const {
     GemmShape g = shape_of(o);
-    uint32_t sms = job_.gpu.sm_count;
+    uint32_t sms = job_.profile.gemm_wave_quantization ? job_.gpu.sm_count : 0;
     double rate = peak_ * eff;
     if (!g.known) return flops / rate;
     double fwd = wave_factor(g.tokens, g.n, sms);
@@ -167,12 +147,13 @@ class Coster {
     if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
         !job_.flash_attention && o.cls == OpClass::kAttention)
       f += o.fwd_flops;  // selective recompute re-runs the attention core (Korthikanti §5)
-    double eff = job_.efficiency.vector;
-    if (o.cls == OpClass::kGemm) eff = job_.efficiency.gemm;
-    if (o.cls == OpClass::kAttention) eff = job_.efficiency.attention;
+    const topo::HardwareProfile& hw = job_.profile;
+    double eff = hw.vector_efficiency;
+    if (o.cls == OpClass::kGemm) eff = hw.gemm_efficiency;
+    if (o.cls == OpClass::kAttention) eff = hw.attention_efficiency;
     Cost c;
     c.sm_s = o.cls == OpClass::kGemm ? gemm_seconds(o, part, f, eff) : f / (peak_ * eff);
-    c.hbm_s = b / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
+    c.hbm_s = b / (job_.gpu.hbm_bandwidth_Bps * hw.memory_efficiency);
     c.seconds = std::max(c.sm_s, c.hbm_s);
     c.model_flops = model;
     return c;
@@ -572,7 +553,7 @@ class StageBuilder {
     for (int32_t c = 0; c < params_.virtual_stages; ++c) params += split_.chunk(global(c));
     double shard = job_.data_parallel == DataParallel::kDdp ? params : params / static_cast<double>(job_.dp);
     Cost c;
-    c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.efficiency.memory);
+    c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
     c.seconds = c.hbm_s;
     // Waits for every gradient collective: the last op of each data-parallel stream.
     for (uint16_t s : {kDpStream, kDpOuterStream}) {

@@ -24,6 +24,7 @@
 
 #include "sim/time.h"
 #include "topology/catalog.h"
+#include "topology/hardware_profile.h"
 #include "workloads/collectives/collective.h"
 #include "workloads/model/memory.h"
 #include "workloads/model/transformer.h"
@@ -41,15 +42,6 @@ inline constexpr uint16_t kComputeStream = 0, kTpStream = 1, kCpStream = 2, kPpS
                           kDpStream = 5, kDpOuterStream = 6;
 enum TrainingCategory : uint16_t { kCompute, kBubble, kTp, kCp, kPp, kDp, kDpOuter, kOptimizer };
 TrainingCategory category_of(Dim d);
-
-// Fractions of peak an op class reaches (the hardware profile; calibration can replace them).
-struct ComputeEfficiency {
-  double gemm = 0.80;       // large GEMMs; see defaults_for() for the sources
-  double attention = 0.55;  // flash-attention style core
-  double memory = 0.85;     // fraction of HBM bandwidth memory-bound kernels reach
-  double vector = 0.05;     // non-tensor-core FLOP rate, as a fraction of the tensor peak
-};
-ComputeEfficiency default_efficiency(const topo::GpuSpec& gpu);
 
 struct TrainingJob {
   ModelSpec model;
@@ -70,12 +62,12 @@ struct TrainingJob {
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;
   PipelineSplit split = PipelineSplit::kEven;
-  // Hardware profile.
+  // Hardware: the accelerator and the cluster's hardware profile (run_training_step uses the one
+  // of the ClusterResources it runs on).
   topo::GpuSpec gpu;
-  ComputeEfficiency efficiency;
+  topo::HardwareProfile profile;
   AdamBytes adam;
   double optimizer_bytes_per_param = 32;  // Adam update traffic per (sharded) parameter
-  sim::Time step_overhead = sim::Time::ns(1000);  // software latency per collective step
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};
 

@@ -68,7 +68,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   TrainingSettings ts;
   TrainingJob& j = ts.job;
   j.gpu = gpu;
-  j.efficiency = default_efficiency(gpu);
+  j.profile = topo::default_profile(gpu);  // run_training_step uses the cluster's profile
   j.model = bind_model(w.child("model"));
 
   auto t = w.child("training");
@@ -121,13 +121,13 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
                : kind == "interleaved-1f1b" ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::kZeroBubbleH1;
   j.virtual_stages = s.get_int_in("virtual_stages", 1, 1024, 1);
 
-  if (auto e = w.find("efficiency")) {
-    j.efficiency.gemm = e->get_double_in("gemm", 0.01, 1.0, j.efficiency.gemm);
-    j.efficiency.attention = e->get_double_in("attention", 0.01, 1.0, j.efficiency.attention);
-    j.efficiency.memory = e->get_double_in("memory", 0.01, 1.0, j.efficiency.memory);
-  }
+  if (w.has("efficiency"))
+    w.child("efficiency")
+        .fail("moved: compute efficiencies are the hardware profile's; set cluster.profile.gemm_efficiency, "
+              "attention_efficiency, memory_efficiency, vector_efficiency");
   if (auto c = w.find("collectives")) {
-    j.step_overhead = c->get_duration("step_overhead", j.step_overhead);
+    if (c->has("step_overhead"))
+      c->child("step_overhead").fail("moved: set cluster.profile.step_overhead (the hardware profile's)");
     const char* keys[] = {"tp", "cp", "pp", "dp", "dp_outer"};
     for (size_t d = 0; d < kNumDims; ++d) {
       if (d == static_cast<size_t>(Dim::kPp)) continue;

@@ -10,7 +10,6 @@
 //                   sequence_parallel: true, data_parallel: ddp, fsdp_prefetch: 1,
 //                   bucket: 25MiB, layer_split: even}
 //     schedule: {kind: 1f1b, virtual_stages: 1}   # gpipe | 1f1b | interleaved-1f1b | zb-h1
-//     efficiency: {gemm: 0.8, attention: 0.55, memory: 0.85}   # hardware profile
 //     collectives: {tp: auto, cp: auto, dp: auto, dp_outer: auto}
 //     memory: {allow_oom: false}
 #pragma once

@@ -55,8 +55,9 @@ RowSetup megatron_setup(const PublishedRow& row) {
   TrainingJob& j = s.training.job;
   j.model = find_model_preset(row.model_preset);
   j.gpu = topo::find_gpu(row.gpu);
-  // One hardware profile for every A100 row: the defaults (see ComputeEfficiency).
-  j.efficiency = default_efficiency(j.gpu);
+  // One hardware profile for every A100 row: the catalog defaults (topology/hardware_profile.cc).
+  j.profile = topo::default_profile(j.gpu);
+  s.profile = j.profile;
   j.seq_len = row.seq_len;
   j.global_batch = row.global_batch;
   // Table 1 does not print the micro-batch size; 1 for every row (stated in the output).
@@ -118,7 +119,8 @@ RowSetup llama3_setup(const PublishedRow& row) {
   TrainingJob& j = s.training.job;
   j.model = find_model_preset(row.model_preset);
   j.gpu = topo::find_gpu(row.gpu);
-  j.efficiency = default_efficiency(j.gpu);  // one profile for every H100 row
+  j.profile = topo::default_profile(j.gpu);  // one profile for every H100 row (the catalog defaults)
+  s.profile = j.profile;
   j.seq_len = row.seq_len;
   j.global_batch = row.global_batch;
   j.micro_batch = 1;
@@ -175,7 +177,7 @@ RowResult simulate_row(const PublishedRow& row, bool fingerprint) {
     r.setup = setup.description;
     sim::Simulation sim(1);
     topo::Topology topo = topo::build_cluster(setup.cluster);
-    topo::ClusterResources res(sim, topo, setup.training.job.gpu, setup.resources);
+    topo::ClusterResources res(sim, topo, setup.training.job.gpu, setup.profile);
     sim::FingerprintObserver fp;
     std::vector<uint32_t> traced;
     if (fingerprint) {

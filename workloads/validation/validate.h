@@ -29,7 +29,7 @@ inline constexpr double kValidationTolerance = 0.15;
 struct RowSetup {
   TrainingSettings training;
   topo::ClusterSpec cluster;
-  topo::ResourceOptions resources;
+  topo::HardwareProfile profile;  // the catalog defaults of the accelerator
   std::string description;  // the choices the paper leaves open, for people
   // DDP all-reduces the gradient buffer itself after the backward (one bucket = every gradient):
   // no separate bucket memory.

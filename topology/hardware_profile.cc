@@ -1,0 +1,107 @@
+#include "topology/hardware_profile.h"
+
+#include <filesystem>
+#include <string>
+
+#include "sim/error.h"
+
+namespace topo {
+
+HardwareProfile default_profile(const GpuSpec& gpu) {
+  HardwareProfile p;
+  // GEMM: the catalog entry's own figure (catalog.cc cites each).
+  p.gemm_efficiency = gpu.gemm_efficiency;
+  // Attention core: FlashAttention-2 reports 50-73% of A100 peak forward and less backward (Dao,
+  // arXiv 2307.08691, 2023); 0.55 sits in that range for training (forward + backward).
+  p.attention_efficiency = 0.55;
+  // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies.
+  p.memory_efficiency = 0.85;
+  // Non-tensor-core math runs at the FP32 vector rate: H100 67 TF FP32 vs 989 TF BF16 tensor
+  // (datasheet ratio 1/14.8); 0.07 where the entry has no FP32 figure (TPUs).
+  p.vector_efficiency =
+      gpu.peak_fp32_flops > 0 && gpu.peak_bf16_flops > 0 ? gpu.peak_fp32_flops / gpu.peak_bf16_flops : 0.07;
+  // Wave quantization of GEMM tiles over the SMs (NVIDIA Deep Learning Performance Guide, "Matrix
+  // Multiplication Background"); no effect without an SM count.
+  p.gemm_wave_quantization = true;
+  // Link payload fractions: NCCL moves payload at about 82% of NVLink line rate (370 of 450 GB/s
+  // busbw on 8x H100, nccl-tests issue #212, maintainer) and about 94% of a 400 Gb/s NIC (46-48
+  // of 50 GB/s, nccl-tests issue #290, maintainer); switch links as NICs; torus ICI 0.90 is an
+  // assumption until measured.
+  p.scale_up_efficiency = 0.82;
+  p.nic_efficiency = 0.94;
+  p.fabric_efficiency = 0.94;
+  p.torus_efficiency = 0.90;
+  // Latencies: half of NCCL's NVLink per-hop ring LL latency, 0.47 us (NCCL src/graph/tuning.cc,
+  // 2.18), per NVSwitch link; a switch hop: Quantum-2 port-to-port ~130 ns plus cable and
+  // serialisation, rounded up to 500 ns so that RoCE switches are not flattered; NIC + PCIe at each
+  // end 1 us (2 x 1 us + 0.5 us for a same-leaf hop is close to NCCL's network per-hop latency of
+  // 2.7 us in tuning.cc); a torus link 1 us, an assumption.
+  p.scale_up_latency = sim::Time::ns(250);
+  p.fabric_latency = sim::Time::ns(500);
+  p.nic_latency = sim::Time::ns(1000);
+  p.torus_latency = sim::Time::ns(1000);
+  // NCCL charges a few microseconds per ring step (tuning.cc per-hop base latencies); route
+  // latencies cover the wire part, so 1 us of software per step.
+  p.step_overhead = sim::Time::ns(1000);
+  // NCCL's kernels hold about 16 SMs on an 8-NIC DGX (NCCL issue #689); TPUs move ICI data with
+  // DMA engines, not with their TensorCores: none held.
+  p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : 16;
+  // Share of HBM bandwidth communication takes (reads and writes of staged chunks): an
+  // assumption, small next to 3.35 TB/s.
+  p.comm_hbm_fraction = 0.05;
+  return p;
+}
+
+namespace {
+
+// Reads every profile key of map `m` with `p`'s values as defaults (so they are written into m).
+void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count) {
+  p.gemm_efficiency = m.get_double_in("gemm_efficiency", 0.01, 1.0, p.gemm_efficiency);
+  p.attention_efficiency = m.get_double_in("attention_efficiency", 0.01, 1.0, p.attention_efficiency);
+  p.vector_efficiency = m.get_double_in("vector_efficiency", 0.0001, 1.0, p.vector_efficiency);
+  p.memory_efficiency = m.get_double_in("memory_efficiency", 0.01, 1.0, p.memory_efficiency);
+  p.gemm_wave_quantization = m.get_bool("gemm_wave_quantization", p.gemm_wave_quantization);
+  p.scale_up_efficiency = m.get_double_in("scale_up_efficiency", 0.01, 1.0, p.scale_up_efficiency);
+  p.nic_efficiency = m.get_double_in("nic_efficiency", 0.01, 1.0, p.nic_efficiency);
+  p.fabric_efficiency = m.get_double_in("fabric_efficiency", 0.01, 1.0, p.fabric_efficiency);
+  p.torus_efficiency = m.get_double_in("torus_efficiency", 0.01, 1.0, p.torus_efficiency);
+  auto latency = [&](const char* key, sim::Time def) {
+    sim::Time t = m.get_duration(key, def);
+    if (t < sim::Time::zero()) m.child(key).fail("must be >= 0");
+    return t;
+  };
+  p.scale_up_latency = latency("scale_up_latency", p.scale_up_latency);
+  p.nic_latency = latency("nic_latency", p.nic_latency);
+  p.fabric_latency = latency("fabric_latency", p.fabric_latency);
+  p.torus_latency = latency("torus_latency", p.torus_latency);
+  p.step_overhead = latency("step_overhead", p.step_overhead);
+  p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count, p.comm_sms));
+  p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
+}
+
+}  // namespace
+
+HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu) {
+  HardwareProfile p = default_profile(gpu);
+  sim::ConfigNode m = cluster.child_map("profile");
+  if (auto f = m.find("file")) {
+    std::filesystem::path path = f->as_string();
+    if (path.is_relative()) path = std::filesystem::path(m.document_name()).parent_path() / path;
+    auto load = [&]() -> sim::ConfigDoc {
+      try {
+        return sim::ConfigDoc::load_file(path.string());
+      } catch (const sim::ConfigError& e) {
+        f->fail(std::string("cannot load the profile: ") + e.what());
+      }
+    };
+    sim::ConfigDoc file = load();
+    sim::ConfigNode root = file.root();
+    if (!root.is_map() && !root.is_null()) f->fail("the profile file " + path.string() + " is not a map of profile keys");
+    read_keys(root, p, gpu.sm_count);
+    file.check_all_used();  // an unknown key in the file is named with its own file:line:col
+  }
+  read_keys(m, p, gpu.sm_count);
+  return p;
+}
+
+}  // namespace topo

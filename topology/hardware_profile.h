@@ -1,0 +1,59 @@
+// topology/hardware_profile.h: everything a calibration may set about the hardware, in one place.
+//
+// Compute: the fraction of the precision's dense peak each op class reaches (GEMM with its size
+// dependence through wave quantization, the attention core, non-tensor "vector" math) and the
+// fraction of HBM bandwidth memory-bound kernels reach. Links: the payload fraction and the latency
+// of each link kind (NVLink/NVSwitch scale-up, NIC, switch-to-switch fabric hop, torus ICI link).
+// Communication runtime (NCCL): the software latency per algorithm step, the SMs a communication
+// kernel holds and the share of HBM bandwidth it takes while it runs.
+//
+// Defaults come from the catalog entry of the accelerator (GpuSpec::gemm_efficiency, its SM count,
+// its vector/tensor peak ratio, its kind), each with its source in hardware_profile.cc. A scenario
+// may load a profile file and override any field:
+//   cluster:
+//     profile: {file: my-cluster.yaml, gemm_efficiency: 0.72, nic_latency: 1.5us}
+// The file is a map of the same keys (its path relative to the scenario's folder). Every field
+// appears in `clustersim run --resolved` output.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/config.h"
+#include "sim/time.h"
+#include "topology/catalog.h"
+
+namespace topo {
+
+struct HardwareProfile {
+  // --- compute: fractions of peak -------------------------------------------------------------
+  double gemm_efficiency = 0.80;
+  double attention_efficiency = 0.55;
+  double vector_efficiency = 0.07;  // non-tensor FLOP rate as a fraction of the tensor peak
+  double memory_efficiency = 0.85;  // fraction of HBM bandwidth
+  bool gemm_wave_quantization = true;
+  // --- links: payload fraction and latency per link kind --------------------------------------
+  double scale_up_efficiency = 0.82;
+  double nic_efficiency = 0.94;
+  double fabric_efficiency = 0.94;
+  double torus_efficiency = 0.90;
+  sim::Time scale_up_latency = sim::Time::ns(250);  // per GPU->switch or switch->GPU link
+  sim::Time nic_latency = sim::Time::ns(1000);      // per GPU<->leaf link (NIC + cable)
+  sim::Time fabric_latency = sim::Time::ns(500);    // per switch-to-switch hop
+  sim::Time torus_latency = sim::Time::ns(1000);    // per torus (ICI) link
+  // --- communication runtime (NCCL) -----------------------------------------------------------
+  sim::Time step_overhead = sim::Time::ns(1000);  // software latency per algorithm step
+  uint32_t comm_sms = 16;                         // SMs a communication kernel holds (0: no slowdown)
+  double comm_hbm_fraction = 0.05;                // share of HBM bandwidth communication takes
+  bool watch_links = false;                       // report link loads to the fluid model's watcher
+};
+
+// The defaults for an accelerator (from its catalog entry; no per-name branches).
+HardwareProfile default_profile(const GpuSpec& gpu);
+
+// Binds `cluster.profile` (a map, absent = empty): defaults for `gpu`, then the keys of `file:`
+// if given (relative to the scenario's folder), then the map's own keys. Every field is written
+// into the scenario so the resolved scenario shows it. Throws sim::ConfigError naming file, line,
+// column and key for an unknown key, a bad value, or a file that cannot be read.
+HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu);
+
+}  // namespace topo
