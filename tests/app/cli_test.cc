@@ -378,12 +378,45 @@ TEST_F(CliErrors, UnknownOption) {
 // ---------------------------------------------------------------------------------------------
 // Determinism and seeds.
 
+// Two leaves of four single-GPU nodes under a spine, 2:1 oversubscribed, each leaf's uplink
+// capacity (4 x 50 GB/s / 2 = 100 GB/s) split into 4 uplinks of 25 GB/s (23.5 GB/s at the 94%
+// fabric efficiency), chosen per flow by ECMP hashing: the flow hash draws on the seed. All-to-all
+// of 1 GiB on all 8 GPUs and on four groups of 2 + 2 GPUs across the leaves.
+const char* const kFlowHashTwoLeaf =
+    "name: flow-hash-two-leaf\n"
+    "seed: 1\n"
+    "cluster:\n"
+    "  gpu: h100-sxm\n"
+    "  nodes: 8\n"
+    "  gpus_per_node: 1\n"
+    "  scale_out:\n"
+    "    kind: fat-tree\n"
+    "    nic_bandwidth: 400Gbps\n"
+    "    uplink_policy: flow-hash\n"
+    "    tiers:\n"
+    "      - {name: leaf, nodes: 4}\n"
+    "      - {name: spine, leafs: 2, oversubscription: 2, uplinks: 4}\n"
+    "workload:\n"
+    "  kind: collectives\n"
+    "  iterations: 1\n"
+    "  warmup: 0\n"
+    "  tests:\n"
+    "    - {op: all-to-all, algorithm: direct, group: all, sizes: [1GiB]}\n"
+    "    - {op: all-to-all, algorithm: direct, group: [0, 1, 4, 5], sizes: [1GiB]}\n"
+    "    - {op: all-to-all, algorithm: direct, group: [2, 3, 6, 7], sizes: [1GiB]}\n"
+    "    - {op: all-to-all, algorithm: direct, group: [0, 2, 5, 7], sizes: [1GiB]}\n"
+    "    - {op: all-to-all, algorithm: direct, group: [1, 3, 4, 6], sizes: [1GiB]}\n";
+
 TEST_F(CliDeterminism, SameRunSameBytes) {
-  // The default scenario, and the rail-optimized one with flow hashing, which draws on the seed.
+  // The default scenario (D-mod-K), the rail-optimized example with flow hashing asked for (its
+  // spine has one uplink per leaf, so no route has a choice to hash), and a fabric whose flow-hash
+  // uplinks do give choices, so that its paths draw on the seed: the same seed, the same bytes.
+  write_text(file("fh.yaml"), kFlowHashTwoLeaf);
   const std::vector<std::vector<std::string>> cases = {
       {"run"},
       {"run", (kSourceDir / "workloads/scenarios/h100-128node-rail-collectives.yaml").string(), "--set",
        "cluster.scale_out.uplink_policy=flow-hash"},
+      {"run", file("fh.yaml").string()},
   };
   for (const auto& base : cases) {
     SCOPED_TRACE(base.back());
@@ -417,6 +450,57 @@ TEST_F(CliDeterminism, SeedFlag) {
   // The built-in default scenario reports its seed the same way.
   ASSERT_EQ(run({"run", "--quiet", "--reproducible", "--json", "c.json", "--seed", "9"}).status, 0);
   EXPECT_EQ(read_json("c.json")["seed"], 9);
+}
+
+TEST_F(CliDeterminism, SeedChangesOnlyRandomScenarios) {
+  // The seed reaches the results only through the ECMP flow hash (the "ecmp" random stream), and
+  // only where a route has equal choices. kFlowHashTwoLeaf, worked by hand: S = 1 GiB, an uplink
+  // carries 23.5 GB/s. All 8 GPUs: each rank sends S/8 to each peer, so 16 flows of S/8 go from one
+  // leaf to the other (and 16 back), over 4 uplinks; a rank's NIC needs 7/8 S / 47 GB/s = 20.0 ms.
+  //  - d-mod-k: uplink = destination GPU mod 4, so every uplink carries 4 flows, S/2 at 23.5 GB/s:
+  //    22.85 ms, above the NIC time; the same for any seed. (Each 2 + 2 group: its 4 flows each way
+  //    go to 2 destinations, 2 flows on each of 2 uplinks: S/2 again, 22.85 ms.)
+  //  - flow-hash: each flow's uplink is a hash of (seed, communicator, channel, pair), so the most
+  //    loaded uplink carries m >= 4 flows, m an integer: m x S/8 / 23.5 GB/s = m x 5.71 ms; which m
+  //    depends on the seed. Each of the five communicators draws its paths independently (the
+  //    member list is part of the hash), so two seeds give the same five times with a small
+  //    chance (each time ties with a chance of about 1/3 to 1/2); the outputs are a fixed function
+  //    of the seed, so seeds 1 and 2 either always differ or never, and they must differ.
+  write_text(file("fh.yaml"), kFlowHashTwoLeaf);
+  auto run_seed = [&](const std::string& policy, const char* seed) {
+    std::string out = policy + seed + ".json";
+    auto r = run({"run", "fh.yaml", "--quiet", "--reproducible", "--json", out, "--seed", seed, "--set",
+                  "cluster.scale_out.uplink_policy=" + policy});
+    EXPECT_EQ(r.status, 0) << r.err;
+    json j = read_json(out);
+    EXPECT_EQ(j["seed"], std::stoi(seed));
+    j.erase("seed");
+    j["run"].erase("seed");
+    return j;
+  };
+  auto times = [](const json& j) {
+    std::vector<double> t;
+    for (const auto& c : j["collectives"]) t.push_back(c["time_s"].get<double>());
+    return t;
+  };
+  const double S = 1024.0 * 1024.0 * 1024.0, uplink_Bps = 23.5e9;
+
+  json d1 = run_seed("d-mod-k", "1"), d2 = run_seed("d-mod-k", "2");
+  EXPECT_EQ(d1.dump(), d2.dump()) << "d-mod-k results depend on the seed";
+  ASSERT_EQ(times(d1).size(), 5u);
+  for (double t : times(d1)) EXPECT_NEAR(t, S / 2 / uplink_Bps, 20e-6);  // latencies: a few us
+
+  json f1 = run_seed("flow-hash", "1"), f2 = run_seed("flow-hash", "2");
+  ASSERT_EQ(times(f1).size(), 5u);
+  ASSERT_EQ(times(f2).size(), 5u);
+  EXPECT_NE(times(f1), times(f2)) << "flow-hash collective times do not depend on the seed";
+  for (const json* f : {&f1, &f2}) {
+    const double all = times(*f)[0] / (S / 8 / uplink_Bps);  // m, the flows on the busiest uplink
+    EXPECT_GE(all, 4.0 - 1e-3);
+    EXPECT_NEAR(all, std::round(all), 5e-3);
+  }
+  // The same seed again: the same paths.
+  EXPECT_EQ(run_seed("flow-hash", "2").dump(), f2.dump());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "sim/error.h"
+#include "sim/random.h"
 
 namespace wl {
 
-CollectiveRuntime::CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt) : res_(res), opt_(opt) {
+CollectiveRuntime::CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt)
+    : res_(res), opt_(opt), ecmp_salt_(res.simulation().random().stream_seed("ecmp")) {
   handler_ = res_.simulation().add_handler(this);
   link_stamp_.assign(res_.topology().links().size(), 0);
   link_slot_.assign(res_.topology().links().size(), 0);
@@ -40,6 +42,9 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   in.listener = listener;
   in.tag = tag;
   in.relative = relative_hops;
+  uint64_t comm = 0;
+  for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ g);
+  in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   ++live_;
   for (uint32_t g : in.members) res_.comm_begin(g);
   start_phase(id);
@@ -63,7 +68,9 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   const Phase& ph = in.plan->phases[in.phase];
   in.outstanding = ph.transfers.size();
   const auto& topo = res_.topology();
-  for (const Transfer& tr : ph.transfers) {
+  for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
+    const Transfer& tr = ph.transfers[channel];
+    const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
     uint32_t t = alloc_transfer();
     TransferRun& run = transfers_[t];
     run.instance = inst;
@@ -74,7 +81,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     for (auto [hs, hd] : tr.hops) {
       uint32_t src = in.relative ? in.members[hs] : hs;
       uint32_t dst = in.relative ? in.members[hd] : hd;
-      topo.route(src, dst, (uint64_t{src} << 32) | dst, route_);
+      topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       max_latency = std::max(max_latency, route_.latency);
       for (uint32_t l : route_.links) {
         if (link_stamp_[l] != stamp_) {

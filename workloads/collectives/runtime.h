@@ -6,6 +6,24 @@
 // hops carries weight k). The phase ends when all its transfers end; the collective ends with its
 // last phase and tells its listener. While a collective runs, every member GPU holds its
 // communication SMs (ClusterResources::comm_begin/comm_end).
+// Flow hash (ECMP). Each hop's route gets a flow hash that stands for the 5-tuple an ECMP switch
+// hashes to pick among equal-cost next hops (hash-threshold ECMP, RFC 2992 "Analysis of an
+// Equal-Cost Multi-Path Algorithm": a function of the packet's flow fields, so one flow keeps
+// one path and different flows spread). With RoCE v2 the entropy is the UDP source port of the
+// connection's queue pair (IBTA Annex A17, RoCEv2), fixed when the connection is made, and NCCL
+// opens one connection per (communicator, channel, peer). So the hash is a function of
+//   salt     = sim.random().stream_seed("ecmp"): the job's port numbers, new with each seed;
+//   comm     = the collective's member list in order (the communicator);
+//   channel  = the transfer's index within its phase (the lowerings emit one transfer per channel);
+//   src, dst = the hop's GPUs;
+// flow_hash = splitmix64(splitmix64(splitmix64(salt ^ comm) ^ channel) ^ (src << 32 | dst)),
+// comm a splitmix64 fold of the members. Flows between one pair in different channels or
+// communicators may take different paths; the same connection takes the same path every time it
+// is used (every phase, every iteration), as a real job's does; another seed draws new paths.
+// Only routes with equal choices read the hash (fat-tree uplinks with uplink_policy flow-hash,
+// edge-list ECMP ties); D-mod-K, NVSwitch and torus routes are the same for any seed.
+// Cost: one fold over the members per collective start (as comm_begin already is), three
+// splitmix64 per hop; nothing allocated.
 // The runtime allocates only while its pools grow to the peak number of collectives in flight;
 // plans are not copied: the caller keeps each plan alive until its collective is done (plans are
 // cached per distinct collective by the workload layer).
@@ -63,6 +81,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     CollectiveListener* listener = nullptr;
     uint64_t tag = 0;
     bool relative = false;
+    uint64_t flow_base = 0;  // splitmix64(salt ^ comm), see the flow hash above
   };
   struct TransferRun {
     uint32_t instance = 0;
@@ -76,6 +95,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
 
   topo::ClusterResources& res_;
   RuntimeOptions opt_;
+  uint64_t ecmp_salt_;  // the simulation's "ecmp" stream seed
   sim::HandlerId handler_;
   std::vector<Instance> instances_;
   std::vector<uint32_t> free_instances_;
