@@ -17,7 +17,7 @@
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
 #include "traces/chrome/chrome_trace.h"
-#include "workloads/collectives/benchmark.h"
+#include "workloads/collectives/cluster_shape.h"
 #include "workloads/program/executor.h"
 #include "workloads/training/training.h"
 

@@ -79,6 +79,8 @@ RuntimeOptions runtime_options(const topo::ClusterResources& res) {
   return ro;
 }
 
+}  // namespace
+
 // Drives the tests one collective at a time, like nccl-tests' timing loop.
 class BenchmarkDriver : public CollectiveListener {
  public:
@@ -159,8 +161,6 @@ class BenchmarkDriver : public CollectiveListener {
   uint32_t span_name_ = sim::kNoName, comm_cat_ = sim::kNoName, bytes_key_ = sim::kNoName, iter_key_ = sim::kNoName;
 };
 
-}  // namespace
-
 CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const topo::Topology& topo) {
   CollectiveBenchConfig cfg;
   cfg.iterations = w.get_int_in("iterations", 1, 1000000, 5);
@@ -200,53 +200,12 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
   return cfg;
 }
 
-ClusterShape cluster_shape_of(const topo::Topology& topo) {
-  ClusterShape shape;
-  shape.gpus_per_node = topo.gpus_per_node();
-  shape.nics_per_node = topo.gpus_per_node();  // one NIC per GPU in every catalog node
-  if (topo.kind() == topo::TopologyKind::kTorus) {
-    shape.torus = true;
-    shape.torus_dims = topo.torus_dims();
-  }
-  return shape;
-}
-
-CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt) {
-  CostHints h;
-  const auto& topo = res.topology();
-  const auto& o = res.profile();
-  h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
-  double inter = 0;
-  for (const auto& l : topo.links()) {
-    if (l.kind == topo::LinkKind::kNic) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
-    if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
-  }
-  if (inter > 0) h.inter_node_Bps = inter;
-  if (topo.gpus_per_node() == 1 || h.intra_node_Bps <= 0) h.intra_node_Bps = h.inter_node_Bps;
-  // One step: software overhead plus a typical route (two links inside a node; NIC, leaf, NIC across).
-  topo::Route r;
-  uint32_t n = topo.num_gpus();
-  h.intra_step_s = opt.step_overhead.seconds();
-  h.inter_step_s = opt.step_overhead.seconds();
-  if (topo.gpus_per_node() > 1 && n > 1) {
-    topo.route(0, 1, 0, r);
-    h.intra_step_s += r.latency.seconds();
-  }
-  if (topo.num_nodes() > 1) {
-    topo.route(0, topo.gpus_per_node(), 0, r);
-    h.inter_step_s += r.latency.seconds();
-  }
-  return h;
-}
-
-std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg) {
+CollectiveBenchmark::CollectiveBenchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg)
+    : res_(res), cfg_(cfg) {
   const auto& topo = res.topology();
   const ClusterShape shape = cluster_shape_of(topo);
-  RuntimeOptions ro;
-  ro.step_overhead = res.profile().step_overhead;
-  CostHints hints = cost_hints_for(res, ro);
+  CostHints hints = cost_hints_for(res, runtime_options(res));
   std::vector<CollectivePlan> plans;
-  std::vector<std::pair<size_t, size_t>> order;
   for (size_t t = 0; t < cfg.tests.size(); ++t) {
     for (size_t s = 0; s < cfg.tests[t].sizes.size(); ++s) {
       CollectiveRequest req;
@@ -255,11 +214,10 @@ std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& r
       req.group = cfg.tests[t].group;
       req.bytes = cfg.tests[t].sizes[s];
       plans.push_back(lower_collective(req, shape, hints));
-      order.emplace_back(t, s);
+      order_.emplace_back(t, s);
     }
   }
-  auto& sim = res.simulation();
-  auto& bus = sim.observers();
+  auto& bus = res.simulation().observers();
   if (bus.active()) {
     std::set<uint32_t> members;
     for (const auto& t : cfg.tests) members.insert(t.group.begin(), t.group.end());
@@ -268,28 +226,41 @@ std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& r
       bus.declare_thread(g, 1, "comm");
     }
   }
-  BenchmarkDriver driver(res, cfg, std::move(plans), order);
-  driver.start();
-  auto run = sim.run();
-  if (run.deadlocked) throw sim::UserError("collective benchmark did not finish: " + run.deadlock_report);
+  driver_ = std::make_unique<BenchmarkDriver>(res, cfg, std::move(plans), order_);
+}
 
+CollectiveBenchmark::~CollectiveBenchmark() = default;
+
+void CollectiveBenchmark::start() { driver_->start(); }
+
+std::vector<CollectiveResult> CollectiveBenchmark::finish(const sim::RunResult& run) {
+  if (run.deadlocked) problem_ = "the collective benchmark did not finish: " + run.deadlock_report;
   std::vector<CollectiveResult> out;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const auto& [t, s] = order[i];
-    const auto& test = cfg.tests[t];
-    const auto& plan = driver.plans()[i];
+  const auto& times = driver_->times();
+  for (size_t i = 0; i < order_.size() && i < times.size(); ++i) {
+    const auto& [t, s] = order_[i];
+    const auto& test = cfg_.tests[t];
+    const auto& plan = driver_->plans()[i];
     CollectiveResult r;
     r.op = plan.op;
     r.algorithm = plan.algorithm;
     r.note = plan.note;
     r.ranks = static_cast<uint32_t>(test.group.size());
     r.size_bytes = test.sizes[s];
-    r.time_s = driver.times()[i];
+    r.time_s = times[i];
     r.algbw_GBps = r.time_s > 0 ? r.size_bytes / r.time_s / 1e9 : 0.0;
     r.busbw_GBps = r.algbw_GBps * bus_factor(r.op, r.ranks);
     out.push_back(r);
   }
   return out;
+}
+
+std::vector<CollectiveResult> run_collective_benchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg) {
+  CollectiveBenchmark bench(res, cfg);
+  bench.start();
+  auto results = bench.finish(res.simulation().run());
+  if (!bench.problem().empty()) throw sim::UserError(bench.problem());
+  return results;
 }
 
 }  // namespace wl

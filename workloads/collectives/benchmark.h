@@ -13,12 +13,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "sim/config.h"
 #include "sim/simulation.h"
 #include "topology/cluster_resources.h"
+#include "workloads/collectives/cluster_shape.h"
 #include "workloads/collectives/collective.h"
 #include "workloads/collectives/runtime.h"
 
@@ -51,11 +54,26 @@ struct CollectiveResult {
 // Binds the `workload:` section (kind: collectives) against the built topology (group checks).
 CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& workload, const topo::Topology& topo);
 
-// The shape lowering needs (GPUs and NICs per node, torus dimensions) of a built topology.
-ClusterShape cluster_shape_of(const topo::Topology& topo);
+class BenchmarkDriver;
 
-// Link hints for auto's estimate, taken from the cluster's resources.
-CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt);
+// The benchmark in two halves around the simulation's run: the constructor lowers every plan (and
+// declares the trace lanes), start() begins the first collective, finish() returns one result per
+// size that completed; problem() is non-empty when the run could not finish them all.
+class CollectiveBenchmark {
+ public:
+  CollectiveBenchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg);
+  ~CollectiveBenchmark();
+  void start();
+  std::vector<CollectiveResult> finish(const sim::RunResult& run);
+  const std::string& problem() const { return problem_; }
+
+ private:
+  topo::ClusterResources& res_;
+  const CollectiveBenchConfig& cfg_;
+  std::vector<std::pair<size_t, size_t>> order_;
+  std::unique_ptr<BenchmarkDriver> driver_;
+  std::string problem_;
+};
 
 // Runs every test and size in one simulation, in order, and returns one result per size.
 // When the observer bus is active, each collective appears as a span on every member's comm lane.

@@ -48,8 +48,7 @@ class CollectiveListener {
 
 struct RuntimeOptions {
   // Software latency per algorithm step (kernel launch, protocol handshake), added to the route
-  // latency of the step. NCCL's own model charges a few microseconds per ring step (tuning.cc
-  // per-hop latencies, published-results.md 5.3); route latencies already cover the wire part.
+  // latency of the step: the hardware profile's step_overhead (topology/hardware_profile.h).
   sim::Time step_overhead = sim::Time::ns(1000);
 };
 

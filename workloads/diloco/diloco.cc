@@ -16,6 +16,7 @@
 #include "workloads/diloco/diloco.h"
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -88,11 +89,16 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
 }
 
 DilocoResult run_diloco(topo::ClusterResources& res, const DilocoSettings& s) {
+  StepResult step = run_training_step(res, s.island, {});
+  if (step.outcome != StepOutcome::kCompleted)
+    throw sim::UserError("the island's training step did not complete: " + step.report);
+  return diloco_after_island_step(s, std::move(step), res.simulation().seed());
+}
+
+DilocoResult diloco_after_island_step(const DilocoSettings& s, StepResult island_step, uint64_t seed) {
   DilocoResult r;
   const DilocoConfig& c = s.config;
-  r.step = run_training_step(res, s.island, {});
-  if (r.step.outcome != StepOutcome::kCompleted)
-    throw sim::UserError("the island's training step did not complete: " + r.step.report);
+  r.step = std::move(island_step);
   r.params = static_cast<double>(count_params(s.island.job.model).total);
   r.sync_bytes = r.params * c.sync.bytes_per_param;
   const double lat = c.sync.latency.seconds();
@@ -102,7 +108,6 @@ DilocoResult run_diloco(topo::ClusterResources& res, const DilocoSettings& s) {
 
   // Islands are identical: one simulated island step stands for every island's inner step.
   std::vector<double> steps(static_cast<size_t>(c.islands), r.step.step_time_s);
-  const uint64_t seed = res.simulation().seed();
   r.diloco = simulate_diloco_timeline(c, steps, r.sync_bytes, seed);
   const double islands = static_cast<double>(c.islands);
   r.tokens_per_s =

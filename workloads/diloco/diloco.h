@@ -116,6 +116,8 @@ struct DilocoResult {
 // Runs one training step of one island on `res` (the island cluster), then the DiLoCo timeline and
 // its data-parallel reference on their own simulations.
 DilocoResult run_diloco(topo::ClusterResources& res, const DilocoSettings& settings);
+// The outer rounds and the data-parallel reference, given the island's simulated inner step.
+DilocoResult diloco_after_island_step(const DilocoSettings& settings, StepResult island_step, uint64_t seed);
 
 // A readable multi-line summary (no trailing newline needed by callers).
 std::string format_diloco_summary(const DilocoSettings& settings, const DilocoResult& result);

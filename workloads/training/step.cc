@@ -6,7 +6,7 @@
 
 #include "sim/error.h"
 #include "sim/units.h"
-#include "workloads/collectives/benchmark.h"
+#include "workloads/collectives/cluster_shape.h"
 
 namespace wl {
 
@@ -54,43 +54,44 @@ double Breakdown::total() const {
   return t;
 }
 
-StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
-                             const std::vector<uint32_t>& trace_ranks, StepHook* hook) {
-  TrainingJob job = ts.job;
-  job.profile = res.profile();  // the cluster's hardware profile is the one that counts
-  TrainingPlan plan = build_training(job);
-  StepResult r;
-  r.memory = plan.memory;
-  r.capacity_bytes = static_cast<double>(job.gpu.hbm_capacity_bytes);
-  for (const auto& m : plan.memory)
-    if (m.bytes.total() > r.capacity_bytes) r.fits = false;
-  if (!r.fits && !ts.allow_oom)
-    throw sim::UserError("out of memory: " + describe_oom(plan.memory, r.capacity_bytes) +
+TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts,
+                           const std::vector<uint32_t>& trace_ranks)
+    : res_(res), ts_(ts), job_(ts.job) {
+  job_.profile = res.profile();  // the cluster's hardware profile is the one that counts
+  plan_ = build_training(job_);
+  result_.memory = plan_.memory;
+  result_.capacity_bytes = static_cast<double>(job_.gpu.hbm_capacity_bytes);
+  for (const auto& m : plan_.memory)
+    if (m.bytes.total() > result_.capacity_bytes) result_.fits = false;
+  if (!result_.fits && !ts.allow_oom)
+    throw sim::UserError("out of memory: " + describe_oom(plan_.memory, result_.capacity_bytes) +
                          " (set workload.memory.allow_oom: true to simulate anyway)");
-
-  std::array<std::string, kNumDims> algorithm_at = ts.algorithm_at;
-  JobProgram jp = training_job_program(job, plan, algorithm_at);
-  const Layout& layout = jp.layout;
+  result_.tokens_per_step = plan_.tokens_per_step;
+  model_flops_per_step_ = plan_.model_flops_per_step;
+  jp_ = training_job_program(job_, plan_, ts.algorithm_at);
+  const Layout& layout = jp_.layout;
   const auto& topo = res.topology();
-  jp.rank_label = [&layout, &topo](uint32_t rank) {
+  jp_.rank_label = [&layout, &topo](uint32_t rank) {
     return "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(rank)) + ", tp " +
            std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
            " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
   };
-
-  const ClusterShape shape = cluster_shape_of(topo);
   RuntimeOptions ro;
   ro.step_overhead = res.profile().step_overhead;
-  CostHints hints = cost_hints_for(res, ro);
-  CollectiveRuntime runtime(res, ro);
+  runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
-  ProgramExecutor exec(res, runtime, jp, shape, hints, eo);
-  auto& sim = res.simulation();
-  sim.add_pending_work(&exec);
-  exec.start();
-  if (hook) hook->before_run(exec);
-  auto run = sim.run();
+  exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
+  res.simulation().add_pending_work(exec_.get());
+}
+
+TrainingStep::~TrainingStep() = default;
+
+void TrainingStep::start() { exec_->start(); }
+
+StepResult TrainingStep::finish(const sim::RunResult& run) {
+  StepResult r = result_;
+  const ProgramExecutor& exec = *exec_;
   if (!exec.error().empty()) {
     r.outcome = StepOutcome::kError;
     r.report = exec.error();
@@ -98,17 +99,16 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
     r.outcome = StepOutcome::kStuck;
     r.report = run.deadlock_report;
   }
-
+  const Layout& layout = jp_.layout;
   r.step_time_s = (exec.step_end() - exec.step_start()).seconds();
-  r.tokens_per_step = plan.tokens_per_step;
-  r.tokens_per_s = r.step_time_s > 0 ? plan.tokens_per_step / r.step_time_s : 0;
-  r.peak_flops = job.peak_flops();
+  r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
+  r.peak_flops = job_.peak_flops();
   double gpus = static_cast<double>(layout.world());
-  r.tflops_per_gpu = r.step_time_s > 0 ? plan.model_flops_per_step / r.step_time_s / gpus / 1e12 : 0;
+  r.tflops_per_gpu = r.step_time_s > 0 ? model_flops_per_step_ / r.step_time_s / gpus / 1e12 : 0;
   r.mfu = r.tflops_per_gpu * 1e12 / r.peak_flops;
-  r.micro_batches = job.micro_batches();
-  r.per_stage.assign(static_cast<size_t>(job.pp), Breakdown{});
-  std::vector<double> count(static_cast<size_t>(job.pp), 0);
+  r.micro_batches = job_.micro_batches();
+  r.per_stage.assign(static_cast<size_t>(job_.pp), Breakdown{});
+  std::vector<double> count(static_cast<size_t>(job_.pp), 0);
   for (uint32_t rank = 0; rank < layout.world(); ++rank) {
     Breakdown b;
     b.compute = exec.category_seconds(rank, TrainingCategory::kCompute);
@@ -134,11 +134,20 @@ StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings
   };
   scale(r.mean, 1.0 / gpus);
   for (size_t s = 0; s < r.per_stage.size(); ++s) scale(r.per_stage[s], 1.0 / count[s]);
-  r.events = sim.events_processed();
+  r.events = res_.simulation().events_processed();
   r.ops = exec.ops_executed();
-  r.rank_classes = jp.templates.size();
+  r.rank_classes = jp_.templates.size();
   r.plans = exec.plans_lowered();
   return r;
+}
+
+StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
+                             const std::vector<uint32_t>& trace_ranks, StepHook* hook) {
+  TrainingStep step(res, ts, trace_ranks);
+  step.start();
+  if (hook) hook->before_run(step.executor());
+  auto run = res.simulation().run();
+  return step.finish(run);
 }
 
 }  // namespace wl

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <array>
+#include <memory>
 
 #include "topology/cluster_resources.h"
 #include "workloads/program/executor.h"
@@ -61,6 +62,29 @@ class StepHook {
  public:
   virtual ~StepHook() = default;
   virtual void before_run(ProgramExecutor& exec) = 0;
+};
+
+// One training step on a cluster, in two halves around the simulation's run: the constructor
+// builds the programs and checks memory (throws sim::UserError when a stage does not fit and
+// allow_oom is false), start() issues the first ops, finish() summarises what the run reached.
+class TrainingStep {
+ public:
+  TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks);
+  ~TrainingStep();
+  void start();
+  StepResult finish(const sim::RunResult& run);
+  ProgramExecutor& executor() { return *exec_; }
+
+ private:
+  topo::ClusterResources& res_;
+  const TrainingSettings& ts_;
+  TrainingJob job_;
+  TrainingPlan plan_;
+  JobProgram jp_;
+  StepResult result_;
+  double model_flops_per_step_ = 0;
+  std::unique_ptr<CollectiveRuntime> runtime_;
+  std::unique_ptr<ProgramExecutor> exec_;
 };
 
 // Builds the programs, checks memory (throws sim::UserError when a stage does not fit and

@@ -1,18 +1,21 @@
 #include "workloads/validation/validate.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <numeric>
 #include <string>
-#include <thread>
 
+#include "sim/config.h"
 #include "sim/error.h"
 #include "sim/fingerprint.h"
+#include "sim/parallel.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
+#include "topology/cluster_config.h"
+#include "workloads/job/scenario.h"
+#include "workloads/job/training_kind.h"
 #include "workloads/model/transformer.h"
 
 namespace wl {
@@ -22,7 +25,7 @@ namespace {
 // ---- Megatron-LM SC'21 (arXiv 2104.04473 §5, published-results.md 1.2) ----
 // Selene: DGX A100 80 GB nodes, 8 GPUs per node on NVSwitch, 8 x 200 Gb/s HDR InfiniBand per node
 // (one NIC per GPU) in a non-blocking fat-tree.
-constexpr double kHdrNicBps = 200e9 / 8;  // 200 Gb/s HDR per GPU, per direction
+constexpr const char* kHdrNic = "200Gbps";  // 200 Gb/s HDR per GPU, per direction
 // Leaf switches per rail: the DGX A100 SuperPOD reference architecture (NVIDIA RA-09950-001) groups
 // 20 nodes per scalable unit under one leaf switch per rail [R]. The tree is non-blocking, so the
 // group size only changes which pairs take one more switch hop.
@@ -32,7 +35,7 @@ constexpr uint32_t kSeleneNodesPerLeaf = 20;
 // H100 80 GB, 8 per server, 2 servers per rack under one ToR, 192 racks per 3,072-GPU pod with full
 // bisection, 8 pods under aggregation switches at 1:7 oversubscription, 400 Gb/s per GPU. Same
 // cluster as workloads/scenarios/llama3-405b-16k-h100.yaml.
-constexpr double kLlama3NicBps = 400e9 / 8;
+constexpr const char* kLlama3Nic = "400Gbps";  // per GPU, per direction
 constexpr uint32_t kLlama3NodesPerRack = 2;
 constexpr uint32_t kLlama3RacksPerPod = 192;
 constexpr uint32_t kLlama3PodsPerCluster = 8;
@@ -50,113 +53,93 @@ int64_t megatron_virtual_stages(int64_t layers, int64_t pp) {
   return per_stage >= 2 && per_stage % 2 == 0 ? 2 : 1;
 }
 
-RowSetup megatron_setup(const PublishedRow& row) {
-  RowSetup s;
-  TrainingJob& j = s.training.job;
-  j.model = find_model_preset(row.model_preset);
-  j.gpu = topo::find_gpu(row.gpu);
-  // One hardware profile for every A100 row: the catalog defaults (topology/hardware_profile.cc).
-  j.profile = topo::default_profile(j.gpu);
-  s.profile = j.profile;
-  j.seq_len = row.seq_len;
-  j.global_batch = row.global_batch;
-  // Table 1 does not print the micro-batch size; 1 for every row (stated in the output).
-  j.micro_batch = 1;
-  j.precision = Precision::kBf16;  // mixed precision; A100 FP16 and BF16 tensor peaks are both 312 TF
-  j.recompute = Recompute::kFull;  // full activation recompute (published-results.md 1.2); Eq. 3 counts it
-  // 2021 Megatron: fused scale-mask-softmax kernels but no FlashAttention (Dao et al. 2022), so the
-  // score matrix goes through HBM.
-  j.flash_attention = false;
-  j.tp = row.tp;
-  j.cp = 1;
-  j.pp = row.pp;
-  j.dp = row.dp;
-  j.sequence_parallel = false;  // introduced later (Korthikanti et al. 2022)
-  // Megatron-LM's rank order: tensor-parallel groups innermost, then data parallel, pipeline
-  // outermost (mpu initialize_model_parallel) [R]. With TP = 8 = a node and a non-blocking tree
-  // the order barely matters; it places the DP groups of TP < 8 rows inside a node first.
-  j.order = {Dim::kTp, Dim::kCp, Dim::kDp, Dim::kPp, Dim::kDpOuter};
-  j.data_parallel = DataParallel::kDdp;
+// The Megatron row as a scenario (every choice the paper leaves open is made here, for all rows).
+std::string megatron_yaml(const PublishedRow& row, std::string& description, bool& in_place) {
+  ModelSpec model = find_model_preset(row.model_preset);
+  const int64_t nodes = row.gpus / 8;
+  const int64_t v = megatron_virtual_stages(model.layers, row.pp);
   // Megatron-LM of 2021 (LocalDDP, the default --DDP-impl local) all-reduces one contiguous
   // gradient buffer after the last micro-batch's backward, not overlapped with it [R: Megatron-LM
   // v2 train_step]. One bucket as large as the whole model's gradients gives exactly that: a
-  // chunk's gradients go out once its last backward is done. fp16 gradients (AdamBytes default).
-  // The all-reduce works in place on the gradient buffer, so simulate_row() leaves the bucket out
-  // of the memory peak.
-  j.ddp_bucket_bytes = static_cast<double>(count_params(j.model).total) * j.adam.grad;
-  s.in_place_gradient_all_reduce = true;
-  j.virtual_stages = megatron_virtual_stages(j.model.layers, j.pp);
-  j.schedule = j.virtual_stages > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::kOneFOneB;
-  j.split = PipelineSplit::kEven;
-
-  auto& c = s.cluster;
-  c.nodes = static_cast<uint32_t>(row.gpus / 8);
-  c.gpus_per_node = 8;
-  c.scale_up.kind = topo::ScaleUpKind::kNvSwitch;
-  c.scale_up.bandwidth_Bps = j.gpu.scale_up_bandwidth_Bps;  // NVLink 3: 300 GB/s per direction
-  c.scale_out.kind = topo::ScaleOutKind::kFatTree;
-  auto& ft = c.scale_out.fat_tree;
-  ft.nic_bandwidth_Bps = kHdrNicBps;
-  ft.rails = 8;  // rail-optimized: GPU i of every node on the rail-i leaf
-  topo::FatTreeTier leaf;
-  leaf.name = "leaf";
-  leaf.group_size = kSeleneNodesPerLeaf;
-  topo::FatTreeTier spine;
-  spine.name = "spine";
-  spine.group_size = static_cast<uint32_t>(ceil_div(c.nodes, kSeleneNodesPerLeaf));
-  spine.oversubscription = 1;  // non-blocking
-  ft.tiers = {leaf, spine};
-  s.description = "a100-sxm, " + std::to_string(c.nodes) + " DGX nodes, mb 1, " +
-                  (j.virtual_stages > 1 ? "interleaved 1F1B v=2"
-                   : j.pp > 1           ? "1F1B"
-                                        : "no pipeline") +
-                  ", full recompute, DDP";
-  return s;
+  // chunk's gradients go out once its last backward is done. fp16 gradients (2 bytes). The
+  // all-reduce works in place on the gradient buffer, so simulate_row() leaves the bucket out of
+  // the memory peak.
+  const int64_t bucket = count_params(model).total * static_cast<int64_t>(AdamBytes{}.grad);
+  in_place = true;
+  description = "a100-sxm, " + std::to_string(nodes) + " DGX nodes, mb 1, " +
+                (v > 1 ? "interleaved 1F1B v=2" : row.pp > 1 ? "1F1B" : "no pipeline") + ", full recompute, DDP";
+  std::string y;
+  y += "name: validate:" + std::string(row.id) + "\n";
+  y += "seed: 1\n";
+  y += "cluster:\n";
+  y += "  gpu: " + std::string(row.gpu) + "\n";  // one hardware profile for every row: the catalog defaults
+  y += "  nodes: " + std::to_string(nodes) + "\n";
+  y += "  gpus_per_node: 8\n";
+  y += "  scale_up: {kind: nvswitch}\n";  // NVLink 3: 300 GB/s per direction, the catalog's
+  y += "  scale_out:\n";
+  y += "    kind: fat-tree\n";
+  y += std::string("    nic_bandwidth: ") + kHdrNic + "\n";
+  y += "    rails: 8\n";                // rail-optimized: GPU i of every node on the rail-i leaf
+  y += "    tiers:\n";
+  y += "      - {name: leaf, nodes: " + std::to_string(kSeleneNodesPerLeaf) + "}\n";
+  y += "      - {name: spine, leafs: " + std::to_string(ceil_div(nodes, kSeleneNodesPerLeaf)) + "}\n";  // non-blocking
+  y += "workload:\n";
+  y += "  kind: training\n";
+  y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
+  // Table 1 does not print the micro-batch size: 1 for every row (stated in the output). Mixed
+  // precision: A100 FP16 and BF16 tensor peaks are both 312 TF. Full activation recompute
+  // (published-results.md 1.2; Eq. 3 counts it). 2021 Megatron: fused scale-mask-softmax kernels
+  // but no FlashAttention (Dao et al. 2022), so the score matrix goes through HBM.
+  y += "  training: {seq_len: " + std::to_string(row.seq_len) + ", global_batch: " + std::to_string(row.global_batch) +
+       ", micro_batch: 1, precision: bf16, recompute: full, flash_attention: false}\n";
+  // Megatron-LM's rank order: tensor-parallel groups innermost, then data parallel, pipeline
+  // outermost (mpu initialize_model_parallel) [R]. No sequence parallelism (Korthikanti et al. 2022
+  // came later).
+  y += "  parallelism: {tp: " + std::to_string(row.tp) + ", cp: 1, pp: " + std::to_string(row.pp) +
+       ", dp: " + std::to_string(row.dp) +
+       ", sequence_parallel: false, order: [tp, cp, dp, pp, dp_outer], data_parallel: ddp, bucket: " +
+       std::to_string(bucket) + "B, layer_split: even}\n";
+  y += std::string("  schedule: {kind: ") + (v > 1 ? "interleaved-1f1b" : "1f1b") +
+       ", virtual_stages: " + std::to_string(v) + "}\n";
+  return y;
 }
 
-RowSetup llama3_setup(const PublishedRow& row) {
-  RowSetup s;
-  TrainingJob& j = s.training.job;
-  j.model = find_model_preset(row.model_preset);
-  j.gpu = topo::find_gpu(row.gpu);
-  j.profile = topo::default_profile(j.gpu);  // one profile for every H100 row (the catalog defaults)
-  s.profile = j.profile;
-  j.seq_len = row.seq_len;
-  j.global_batch = row.global_batch;
-  j.micro_batch = 1;
-  j.precision = Precision::kBf16;
+// The Llama 3 row as a scenario.
+std::string llama3_yaml(const PublishedRow& row, std::string& description) {
+  const int64_t nodes = row.gpus / 8;
+  description = "h100-sxm, " + std::to_string(nodes) + " nodes, mb 1, interleaved 1F1B v=2, zero2, no recompute, SP";
+  std::string y;
+  y += "name: validate:" + std::string(row.id) + "\n";
+  y += "seed: 1\n";
+  y += "cluster:\n";
+  y += "  gpu: " + std::string(row.gpu) + "\n";  // one hardware profile for every row: the catalog defaults
+  y += "  nodes: " + std::to_string(nodes) + "\n";
+  y += "  gpus_per_node: 8\n";
+  y += "  scale_up: {kind: nvswitch}\n";
+  y += "  scale_out:\n";
+  y += "    kind: fat-tree\n";
+  y += std::string("    nic_bandwidth: ") + kLlama3Nic + "\n";
+  y += "    rails: 1\n";
+  y += "    tiers:\n";
+  y += "      - {name: rack, nodes: " + std::to_string(kLlama3NodesPerRack) + "}\n";
+  y += "      - {name: pod, racks: " + std::to_string(kLlama3RacksPerPod) + "}\n";
+  y += "      - {name: cluster, pods: " + std::to_string(kLlama3PodsPerCluster) +
+       ", oversubscription: " + std::to_string(static_cast<int>(kLlama3AggregationOversubscription)) + "}\n";
+  y += "workload:\n";
+  y += "  kind: training\n";
+  y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
   // §3.3.2 says the 8K-sequence stages trained without activation checkpointing; the paper does
   // not say for the 128K stage, and the same setting is used there (no per-row choices).
-  j.recompute = Recompute::kNone;
-  j.flash_attention = true;
-  j.tp = row.tp;
-  j.cp = row.cp;
-  j.pp = row.pp;
-  j.dp = row.dp;
-  j.sequence_parallel = true;
-  j.order = {Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDp, Dim::kDpOuter};  // §3.3.2: [TP, CP, PP, DP]
-  // §3.3.2: FSDP sharding optimizer state and gradients, parameters kept after the forward.
-  j.data_parallel = DataParallel::kZero2;
-  j.schedule = PipelineSchedule::kInterleaved1F1B;
-  j.virtual_stages = 2;
-  j.split = PipelineSplit::kFirstLastOneFewer;  // 126 = 16*2*4 - 2
-
-  auto& c = s.cluster;
-  c.nodes = static_cast<uint32_t>(row.gpus / 8);
-  c.gpus_per_node = 8;
-  c.scale_up.kind = topo::ScaleUpKind::kNvSwitch;
-  c.scale_up.bandwidth_Bps = j.gpu.scale_up_bandwidth_Bps;
-  c.scale_out.kind = topo::ScaleOutKind::kFatTree;
-  auto& ft = c.scale_out.fat_tree;
-  ft.nic_bandwidth_Bps = kLlama3NicBps;
-  ft.rails = 1;
-  topo::FatTreeTier rack{"rack", kLlama3NodesPerRack, 1.0, 1};
-  topo::FatTreeTier pod{"pod", kLlama3RacksPerPod, 1.0, 1};
-  topo::FatTreeTier cluster{"cluster", kLlama3PodsPerCluster, kLlama3AggregationOversubscription, 1};
-  ft.tiers = {rack, pod, cluster};
-  s.description =
-      "h100-sxm, " + std::to_string(c.nodes) + " nodes, mb 1, interleaved 1F1B v=2, zero2, no recompute, SP";
-  return s;
+  y += "  training: {seq_len: " + std::to_string(row.seq_len) + ", global_batch: " + std::to_string(row.global_batch) +
+       ", micro_batch: 1, precision: bf16, recompute: none, flash_attention: true}\n";
+  // §3.3.2: order [TP, CP, PP, DP]; FSDP sharding optimizer state and gradients, parameters kept
+  // after the forward (ZeRO-2); 126 layers = 16 x 2 x 4 - 2 (first and last stage one fewer).
+  y += "  parallelism: {tp: " + std::to_string(row.tp) + ", cp: " + std::to_string(row.cp) +
+       ", pp: " + std::to_string(row.pp) + ", dp: " + std::to_string(row.dp) +
+       ", sequence_parallel: true, order: [tp, cp, pp, dp, dp_outer], data_parallel: zero2, "
+       "layer_split: first-last-one-fewer}\n";
+  y += "  schedule: {kind: interleaved-1f1b, virtual_stages: 2}\n";
+  return y;
 }
 
 // Work order: the rows with the most GPUs (the slowest to simulate) start first, so that two
@@ -171,34 +154,35 @@ RowResult simulate_row(const PublishedRow& row, bool fingerprint) {
   r.row = row;
   auto t0 = std::chrono::steady_clock::now();
   try {
-    RowSetup setup = make_row_setup(row);
-    r.virtual_stages = setup.training.job.virtual_stages;
-    r.micro_batches = setup.training.job.micro_batches();
-    r.setup = setup.description;
-    sim::Simulation sim(1);
-    topo::Topology topo = topo::build_cluster(setup.cluster);
-    topo::ClusterResources res(sim, topo, setup.training.job.gpu, setup.profile);
+    bool in_place = false;
+    const std::string yaml = row_scenario_yaml(row, &r.setup, &in_place);
+    Scenario sc = bind_scenario(sim::ConfigDoc::load_string(yaml, "validate:" + std::string(row.id)), row.id, true);
+    sc.doc.check_all_used();
+    sim::Simulation sim(sc.seed);
     sim::FingerprintObserver fp;
     std::vector<uint32_t> traced;
     if (fingerprint) {
       sim.observers().attach(&fp);
-      for (uint32_t g = 0; g < std::min<uint32_t>(16, topo.num_gpus()); ++g) traced.push_back(g);
-      res.enable_link_counters(traced);
+      for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) traced.push_back(g);
     }
-    r.step = run_training_step(res, setup.training, traced);
-    if (r.step.outcome != StepOutcome::kCompleted) throw sim::UserError("the step did not complete: " + r.step.report);
-    sim.finish();  // observers learn the end of the step (the fingerprint includes it)
-    r.events = sim.events_processed();
+    ScenarioRun run = run_scenario(sc, sim, traced);
+    const auto* training = dynamic_cast<const TrainingResult*>(run.result.get());
+    if (!training) throw sim::UserError("a validation row must be a training step");
+    if (!training->completed()) throw sim::UserError(training->problem());
+    r.step = training->step();
+    r.virtual_stages = sc.doc.root().child("workload").child("schedule").get_int("virtual_stages");
+    r.micro_batches = r.step.micro_batches;
+    r.events = run.events;
     if (fingerprint) r.trace_fingerprint = fp.summary();
     for (const auto& m : r.step.memory) {
-      double bytes = m.bytes.total() - (setup.in_place_gradient_all_reduce ? m.bytes.comm_buffers : 0.0);
+      double bytes = m.bytes.total() - (in_place ? m.bytes.comm_buffers : 0.0);
       r.peak_memory_bytes = std::max(r.peak_memory_bytes, bytes);
     }
     r.step_time_s = r.step.step_time_s;
     if (r.step_time_s <= 0) throw sim::UserError("the simulated step took no time");
     double gpus = static_cast<double>(row.gpus);
     r.predicted_tflops_per_gpu = published_convention_flops_per_step(row) / (gpus * r.step_time_s) / 1e12;
-    r.predicted_mfu = r.predicted_tflops_per_gpu * 1e12 / setup.training.job.gpu.peak_bf16_flops;
+    r.predicted_mfu = r.predicted_tflops_per_gpu * 1e12 / sc.cluster.gpu.peak_bf16_flops;
     r.relative_error = r.predicted_tflops_per_gpu / row.tflops_per_gpu - 1;
     r.within_tolerance = std::abs(r.relative_error) <= kValidationTolerance;
   } catch (const std::exception& e) {
@@ -211,20 +195,33 @@ RowResult simulate_row(const PublishedRow& row, bool fingerprint) {
 
 }  // namespace
 
-RowSetup make_row_setup(const PublishedRow& row) {
-  RowSetup s;
+std::string row_scenario_yaml(const PublishedRow& row, std::string* description, bool* in_place_gradients) {
+  std::string desc, y;
+  bool in_place = false;
   switch (row.source) {
-    case PublishedSource::kMegatronSc21:
-      s = megatron_setup(row);
-      break;
-    case PublishedSource::kLlama3:
-      s = llama3_setup(row);
-      break;
+    case PublishedSource::kMegatronSc21: y = megatron_yaml(row, desc, in_place); break;
+    case PublishedSource::kLlama3: y = llama3_yaml(row, desc); break;
   }
   // These configurations ran (the papers measured them), so the step is simulated even where our
   // memory model puts a stage above HBM capacity; RowResult reports the excess separately, since
   // step time does not depend on it.
-  s.training.allow_oom = true;
+  y += "  memory: {allow_oom: true}\n";
+  if (description) *description = desc;
+  if (in_place_gradients) *in_place_gradients = in_place;
+  return y;
+}
+
+RowSetup make_row_setup(const PublishedRow& row) {
+  RowSetup s;
+  const std::string yaml = row_scenario_yaml(row, &s.description, &s.in_place_gradient_all_reduce);
+  sim::ConfigDoc doc = sim::ConfigDoc::load_string(yaml, "validate:" + std::string(row.id));
+  auto root = doc.root();
+  topo::ClusterConfig cluster = topo::bind_cluster(root.child("cluster"));
+  s.cluster = cluster.spec;
+  s.profile = cluster.profile;
+  s.training = bind_training(root.child("workload"), cluster.gpu,
+                             static_cast<uint32_t>(cluster.spec.nodes * cluster.spec.gpus_per_node));
+  s.training.job.profile = cluster.profile;
   return s;
 }
 
@@ -277,18 +274,8 @@ std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs_before(rows[a], rows[b]); });
-  std::atomic<size_t> next{0};
-  // Each worker takes the next row and writes only its own slot: no other shared state.
-  auto worker = [&] {
-    for (size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1))
-      results[order[k]] = simulate_row(rows[order[k]], fingerprint);
-  };
-  size_t n = static_cast<size_t>(std::max(1, threads));
-  n = std::min(n, std::max<size_t>(1, rows.size()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  // Each row writes only its own slot: no other shared state.
+  sim::parallel_for(order.size(), threads, [&](size_t k) { results[order[k]] = simulate_row(rows[order[k]], fingerprint); });
   return results;
 }
 

@@ -1,8 +1,9 @@
 // workloads/validation/validate.h: predicted vs published training throughput.
 //
-// For every PublishedRow, make_row_setup() builds the training job and the cluster the paper
-// describes (one rule per source, no per-row tuning: the only per-row inputs are the printed
-// columns), run_validation() simulates one step of each row in its own sim::Simulation and
+// For every PublishedRow, row_scenario_yaml() writes the scenario of the training job and the
+// cluster the paper describes (one rule per source, no per-row tuning: the only per-row inputs
+// are the printed columns), run_validation() binds and runs each like a scenario file, one step
+// in its own sim::Simulation on the shared runner (sim/parallel.h), and
 // compares the throughput with the published figure in the source's own FLOP convention:
 //   Megatron SC'21: Eq. 3 FLOPs per iteration (counts the recompute forward) / (GPUs x step time);
 //   Llama 3:        PaLM model FLOPs 6N + 12LHQT per token (StepResult::tflops_per_gpu).
@@ -35,7 +36,13 @@ struct RowSetup {
   // no separate bucket memory.
   bool in_place_gradient_all_reduce = false;
 };
-// Throws sim::ConfigError when the row is inconsistent (e.g. layers cannot be split).
+// The row as a scenario (YAML): the cluster the paper describes and the training job, one rule per
+// source. `clustersim validate` binds and runs it like any scenario file. `description` gets the
+// choices the paper leaves open; `in_place_gradients` whether the DDP all-reduce works in place.
+std::string row_scenario_yaml(const PublishedRow& row, std::string* description = nullptr,
+                              bool* in_place_gradients = nullptr);
+// The row's scenario bound (cluster spec, profile, training settings). Throws sim::ConfigError
+// when the row is inconsistent (e.g. layers cannot be split).
 RowSetup make_row_setup(const PublishedRow& row);
 
 // One line per source describing the shared setup (hardware, schedule, assumptions).

@@ -1,0 +1,64 @@
+// workloads/job/job.h: the job layer. A workload kind binds its `workload:` section into a Job; a
+// Job starts its work on a simulation, and after the run produces a JobResult that prints,
+// serialises and fingerprints itself. The command (and validation, sweeps) drive every kind the
+// same way: bind -> start -> sim.run() -> finish -> result; adding a kind is one entry in
+// workload_kinds() (registry.cc) and touches no dispatch code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "sim/config.h"
+#include "sim/simulation.h"
+#include "topology/cluster_config.h"
+#include "topology/cluster_resources.h"
+#include "topology/topology.h"
+
+namespace wl {
+
+class JobResult {
+ public:
+  virtual ~JobResult() = default;
+  // Every piece of work finished. Otherwise problem() says what waits on what (a dead rank, a
+  // hang) and the times are those reached.
+  virtual bool completed() const = 0;
+  virtual std::string problem() const { return {}; }
+  // The human-readable report printed by `clustersim run`.
+  virtual std::string summary() const = 0;
+  // The result's fields, added to the run's JSON object.
+  virtual void to_json(nlohmann::ordered_json& out) const = 0;
+  // Golden fingerprint fields (tests/golden/): every simulated time in integer ns, memory.
+  virtual std::string fingerprint() const = 0;
+};
+
+struct JobContext {
+  std::vector<uint32_t> trace_ranks;  // ranks whose ops become trace spans
+};
+
+class Job {
+ public:
+  virtual ~Job() = default;
+  // Sets the work up on res's simulation (nothing runs until the caller runs the simulation).
+  virtual void start(topo::ClusterResources& res, const JobContext& ctx) = 0;
+  // After the simulation ran: the result (a kind may run further simulations of its own here).
+  virtual std::unique_ptr<JobResult> finish(const sim::RunResult& run) = 0;
+};
+
+struct WorkloadKind {
+  std::string_view name;
+  std::string_view description;
+  // Binds `workload:` against the bound cluster; throws sim::ConfigError with file:line:col.
+  std::unique_ptr<Job> (*bind)(const sim::ConfigNode& workload, const topo::ClusterConfig& cluster,
+                               const topo::Topology& topology);
+};
+
+// Every workload kind, in the order `workload.kind` lists them.
+std::span<const WorkloadKind> workload_kinds();
+
+}  // namespace wl

@@ -1,0 +1,56 @@
+// workloads/job/scenario.h: one scenario file bound and run. A Scenario is the bound document
+// (name, seed, cluster, built topology, the workload's Job, output settings); run_scenario runs it
+// on a simulation the caller owns (so the caller attaches its observers: a trace, a fingerprint).
+//
+//   name: ...            seed: 1
+//   cluster: {...}       topology/cluster_config.h
+//   workload: {kind: training | collectives | diloco, ...}   (workload_kinds())
+//   output: {trace: FILE, trace_ranks: [0, 8]}
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/config.h"
+#include "sim/simulation.h"
+#include "topology/cluster_config.h"
+#include "topology/topology.h"
+#include "workloads/job/job.h"
+
+namespace wl {
+
+struct Scenario {
+  sim::ConfigDoc doc;
+  std::string name{};
+  uint64_t seed = 1;
+  topo::ClusterConfig cluster{};
+  std::unique_ptr<topo::Topology> topology{};
+  const WorkloadKind* kind = nullptr;
+  std::unique_ptr<Job> job{};
+  std::string trace{};
+  std::vector<uint32_t> trace_ranks{};
+};
+
+// Binds a loaded document (overrides applied). Without `with_workload` only the cluster is bound
+// (the rest is still checked for unknown keys where bound). Throws sim::ConfigError.
+Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload);
+
+// The scenario `clustersim run` uses when given no file.
+const char* default_scenario_yaml();
+
+struct ScenarioRun {
+  std::unique_ptr<JobResult> result;
+  uint64_t events = 0;  // of `sim` (a kind's own further simulations are not counted)
+  uint64_t solves = 0, solved_activities = 0;
+};
+
+// Builds the cluster's resources on `sim`, starts the job (tracing `trace_ranks`, with link
+// utilisation counters for them when an observer is attached), runs the simulation, finishes the
+// job and then the observers (sim.finish()). Throws sim::UserError for errors found while
+// setting up (e.g. a step that does not fit in memory).
+ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<uint32_t>& trace_ranks);
+
+}  // namespace wl
