@@ -41,6 +41,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     hbm_.push_back(fluid.add_constraint(1.0, "gpu" + std::to_string(g) + " HBM"));
   }
   comm_active_.assign(n, 0);
+  gpu_failed_.assign(n, 0);
 }
 
 double ClusterResources::roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps) {
@@ -106,11 +107,11 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
     if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link_constraints_[i], false, sim::DownPolicy::kStall);
+  gpu_failed_[gpu] = 1;
   fluid.set_up(sm_[gpu], false, sim::DownPolicy::kFail);
   fluid.set_up(hbm_[gpu], false, sim::DownPolicy::kFail);
 }
 
-bool ClusterResources::gpu_up(uint32_t gpu) const { return sim_.fluid().is_up(sm_[gpu]); }
 
 void ClusterResources::comm_begin(uint32_t gpu) {
   if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {

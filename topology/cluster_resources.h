@@ -59,7 +59,7 @@ class ClusterResources : public sim::ConstraintWatcher {
   // (their owners are told, sim::DownPolicy::kFail); its links go down and stall what crosses
   // them (a dead GPU's NVLink and NIC traffic hangs, as NCCL does). Nothing comes back up.
   void fail_gpu(uint32_t gpu);
-  bool gpu_up(uint32_t gpu) const;
+  bool gpu_failed(uint32_t gpu) const { return gpu_failed_[gpu] != 0; }
 
   // A communication kernel starts / stops on `gpu`; nested calls are counted.
   void comm_begin(uint32_t gpu);
@@ -74,6 +74,7 @@ class ClusterResources : public sim::ConstraintWatcher {
   std::vector<sim::ConstraintId> sm_;
   std::vector<sim::ConstraintId> hbm_;
   std::vector<uint32_t> comm_active_;
+  std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)
   // Per link: the trace process and counter name it reports to (kNoName: not watched).
   struct LinkCounter {
     uint32_t process = 0;

@@ -413,3 +413,34 @@ TEST(ProgramExecutor, CollectiveBenchmarkTimesEqualAHandWrittenProgram) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(Layout, GroupIdsRepackTheOtherCoordinatesDensely) {
+  // Definition: drop coordinate d, re-pack the other coordinates in layout order (innermost
+  // first) as a mixed-radix number. Checked for every rank and axis of an irregular layout.
+  const std::array<int64_t, kNumDims> sizes{2, 3, 4, 1, 5};  // tp, cp, pp, dp, dp_outer
+  const std::array<Dim, kNumDims> order{Dim::kPp, Dim::kTp, Dim::kDpOuter, Dim::kCp, Dim::kDp};
+  Layout l(sizes, order);
+  ASSERT_EQ(l.world(), 120u);
+  for (size_t di = 0; di < kNumDims; ++di) {
+    const Dim d = static_cast<Dim>(di);
+    std::vector<int> seen(l.world() / static_cast<uint32_t>(sizes[di]), 0);
+    for (uint32_t r = 0; r < l.world(); ++r) {
+      uint64_t id = 0, mult = 1;
+      for (Dim e : order) {
+        if (e == d) continue;
+        id += l.coord(r, e) * mult;
+        mult *= static_cast<uint64_t>(sizes[static_cast<size_t>(e)]);
+      }
+      ASSERT_EQ(l.group_id(r, d), id) << "rank " << r << " axis " << di;
+      ASSERT_LT(id, seen.size());
+      ++seen[id];
+    }
+    for (int count : seen) EXPECT_EQ(count, sizes[di]);  // every group has size(d) members
+  }
+}
+
+}  // namespace
+}  // namespace wl

@@ -22,8 +22,8 @@
 
 namespace wl {
 
-enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
-enum class Algorithm { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect };
+enum class CollectiveOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+enum class Algorithm : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect };
 
 std::string_view op_name(CollectiveOp op);          // "all-reduce", ...
 std::string_view algorithm_name(Algorithm a);       // "ring", "tree", "halving-doubling", ...

@@ -47,20 +47,27 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   recv_base_.resize(n + 1);
   free_base_.resize(n + 1);
   uint64_t streams = 0, recvs = 0, frees = 0;
+  bool has_memory_ops = false;
   for (uint32_t r = 0; r < n; ++r) {
     const Program& p = program_of(r);
-    stream_base_[r] = streams;
-    recv_base_[r] = recvs;
-    free_base_[r] = frees;
+    stream_base_[r] = static_cast<uint32_t>(streams);
+    recv_base_[r] = static_cast<uint32_t>(recvs);
+    free_base_[r] = static_cast<uint32_t>(frees);
     streams += p.num_streams();
     recvs += p.num_recvs();
     frees += p.free_ops().size();
-    ranks_[r].ops_left = p.ops().size();
+    if (p.ops().size() > 0xFFFFFFFFu) throw sim::UserError("a rank's program has more than 2^32 ops");
+    ranks_[r].ops_left = static_cast<uint32_t>(p.ops().size());
+    if (!has_memory_ops) for (const Op& op : p.ops()) has_memory_ops = has_memory_ops || op.kind == OpKind::kMemory;
   }
-  stream_base_[n] = streams;
-  recv_base_[n] = recvs;
-  free_base_[n] = frees;
+  if (streams > 0xFFFFFFFFu || recvs > 0xFFFFFFFFu || frees > 0xFFFFFFFFu)
+    throw sim::UserError("the job's programs hold more than 2^32 streams, receives or dependency-only ops");
+  stream_base_[n] = static_cast<uint32_t>(streams);
+  recv_base_[n] = static_cast<uint32_t>(recvs);
+  free_base_[n] = static_cast<uint32_t>(frees);
   streams_.resize(streams);
+  running_.assign(streams, sim::ActivityId(0xFFFFFFFFu));
+  if (has_memory_ops) memory_.resize(n);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
   cat_s_.assign(static_cast<size_t>(n) * ncat_, 0.0);
@@ -73,11 +80,12 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   for (size_t c = 0; c < job_.comms.size(); ++c) {
     const Communicator& cm = job_.comms[c];
     inst_base_[c] = instances;
+    // Groups of one never gather (their collectives complete at once): no state for them.
     if (cm.generated) {
       gen_index_[c] = num_generated_++;
-      instances += n / static_cast<uint32_t>(job_.layout.size(cm.axis));
+      if (job_.layout.size(cm.axis) > 1) instances += n / static_cast<uint32_t>(job_.layout.size(cm.axis));
     } else {
-      instances += 1;
+      if (cm.members.size() > 1) instances += 1;
       auto& pos = member_pos_[c];
       for (uint32_t i = 0; i < cm.members.size(); ++i) {
         if (cm.members[i] >= n)
@@ -189,12 +197,12 @@ void ProgramExecutor::start() {
 }
 
 bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) const {
-  const uint32_t* d = p.deps(op);
+  const DepRef* d = p.dep_refs(op);
+  const StreamState* st = &streams_[stream_base_[rank]];
   for (uint32_t i = 0; i < op.deps_count; ++i) {
-    const Op& dep = p.op(d[i]);
-    if (dep.stream == kNoStream) {
-      if (!free_done_[free_base_[rank] + dep.pos]) return false;
-    } else if (ss(rank, dep.stream).next <= dep.pos) {
+    if (d[i].stream == kNoStream) {
+      if (!free_done_[free_base_[rank] + d[i].pos]) return false;
+    } else if (st[d[i].stream].next <= d[i].pos) {
       return false;
     }
   }
@@ -208,24 +216,30 @@ void ProgramExecutor::pump(uint32_t rank) {
   while (!pump_queue_.empty()) {
     uint32_t r = pump_queue_.back();
     pump_queue_.pop_back();
-    if (ranks_[r].dead || !error_.empty()) continue;
+    if (ranks_[r].dead || stopped_) continue;
     const Program& p = program_of(r);
     const uint16_t ns = p.num_streams();
+    StreamState* streams = &streams_[stream_base_[r]];
+    // One pass over the stream heads issues everything ready. Issuing an op changes only its own
+    // stream (busy), so another pass can find more only when an op of this rank completed during
+    // the pass (a zero-time op, an arrived message, a trivial collective): then pass again.
     bool progress = true;
     while (progress) {
       progress = false;
+      pass_rank_ = r;
+      completed_in_pass_ = false;
       for (uint16_t s = 0; s < ns; ++s) {
-        StreamState& st = ss(r, s);
+        StreamState& st = streams[s];
         if (st.busy) continue;
         const auto& list = p.stream_ops(s);
         if (st.next >= list.size()) continue;
         uint32_t idx = list[st.next];
         if (!deps_done(r, p, p.op(idx))) continue;
         issue(r, p, idx);
-        progress = true;
-        if (ranks_[r].dead || !error_.empty()) break;
+        if (halted(r)) break;
       }
-      if (ranks_[r].dead || !error_.empty()) break;
+      if (halted(r)) break;
+      progress = completed_in_pass_;
       // Dependency-only ops take no time: done as soon as their dependencies are.
       const auto& frees = p.free_ops();
       for (uint32_t k = 0; k < frees.size(); ++k) {
@@ -250,22 +264,25 @@ void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) 
   double gap = (now - st.free_since).seconds();
   double* cat = &cat_s_[static_cast<size_t>(rank) * ncat_];
   // The dependency that finished last is what stream 0 was waiting for.
-  const Op* blocker = nullptr;
+  const DepRef* d = p.dep_refs(op);
+  const StreamState* streams = &streams_[stream_base_[rank]];
+  uint32_t blocker_op = kNone;
+  uint16_t blocker_stream = 0;
   sim::Time latest = sim::Time::zero();
-  const uint32_t* d = p.deps(op);
   for (uint32_t i = 0; i < op.deps_count; ++i) {
-    const Op& dep = p.op(d[i]);
-    if (dep.stream == kNoStream) continue;
-    sim::Time t = ss(rank, dep.stream).last_done;
-    if (!blocker || t > latest) {
-      blocker = &dep;
+    if (d[i].stream == kNoStream) continue;
+    sim::Time t = streams[d[i].stream].last_done;
+    if (blocker_op == kNone || t > latest) {
+      blocker_op = d[i].op;
+      blocker_stream = d[i].stream;
       latest = t;
     }
   }
-  if (!blocker || blocker->stream == 0) {
+  if (blocker_op == kNone || blocker_stream == 0) {
     cat[job_.idle_category] += gap;
     return;
   }
+  const Op* blocker = &p.op(blocker_op);
   if (blocker->kind == OpKind::kRecv) {
     // Before the sender started sending, the rank was idle (a pipeline bubble); after, the
     // transfer itself was exposed.
@@ -281,14 +298,14 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
   const Op& op = p.op(idx);
   const uint16_t s = op.stream;
   StreamState& st = ss(rank, s);
-  st.busy = true;
+  st.busy = 1;
   st.started = sim_.now();
   if (s == 0) charge_gap(rank, p, op);
   switch (op.kind) {
     case OpKind::kTimed:
     case OpKind::kKernel: {
       const uint32_t gpu = job_.gpu_of(rank);
-      if (!res_.gpu_up(gpu)) {
+      if (res_.gpu_failed(gpu)) {
         kill_rank(rank);  // its GPU is down: the rank cannot run anything
         return;
       }
@@ -304,8 +321,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      st.activity = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
-      st.has_activity = true;
+      running_[stream_base_[rank] + s] = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
       break;
     }
     case OpKind::kDelay: {
@@ -385,15 +401,15 @@ void ProgramExecutor::issue_collective(uint32_t rank, uint16_t s, const Op& op, 
   }
   uint32_t& seq = seq_of(rank, op.comm);
   StreamState& st = ss(rank, s);
-  st.seq = seq++;
+  st.seq = seq++ & 0x7FFFFFFFu;
   if (st.seq != gather_[inst].seq) {
     parked_.push_back(Parked{inst, rank, s, idx});  // ran ahead of its group: wait for its turn
     return;
   }
-  arrive(inst, rank, s, op, idx);
+  arrive(inst, size, rank, s, op, idx);
 }
 
-void ProgramExecutor::arrive(uint32_t inst, uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
+void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
   Gather& g = gather_[inst];
   if (g.arrived == 0) {
     g.first_rank = rank;
@@ -413,8 +429,6 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t rank, uint16_t s, const Op&
     }
     if (s != g.stream) g.mixed = true;
   }
-  uint32_t size = 0, inst_check = 0;
-  group_of(rank, op.comm, inst_check, size);
   if (++g.arrived < size) return;
   // The last member arrived: start the collective.
   uint32_t f;
@@ -427,7 +441,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t rank, uint16_t s, const Op&
   }
   coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed};
   g.arrived = 0;
-  ++g.seq;
+  g.seq = (g.seq + 1) & 0x7FFFFFFFu;
   const CollectivePlan& plan = plan_for(op.comm, inst, op.coll, op.bytes, rank);
   members_of(op.comm, rank, scratch_members_);
   scratch_gpus_.clear();
@@ -438,7 +452,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t rank, uint16_t s, const Op&
     Parked pk = parked_[i];
     if (pk.instance != inst || ss(pk.rank, pk.stream).seq != g.seq) continue;
     parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(i));
-    arrive(inst, pk.rank, pk.stream, program_of(pk.rank).op(pk.op_index), pk.op_index);
+    arrive(inst, size, pk.rank, pk.stream, program_of(pk.rank).op(pk.op_index), pk.op_index);
     return;  // arrive() rescans the rest
   }
 }
@@ -513,8 +527,7 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   const Op& op = p.op(p.stream_ops(s)[st.next]);
   sim::Time now = sim_.now();
   if (traced_[rank]) emit_span(rank, op, st.started, now);
-  st.busy = false;
-  st.has_activity = false;
+  st.busy = 0;
   ++st.next;
   st.last_done = now;
   if (s == 0) {
@@ -524,12 +537,14 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   finish_op(rank, p, op);
 }
 
-void ProgramExecutor::finish_op(uint32_t rank, const Program& p, const Op& op) {
+[[gnu::always_inline]] inline void ProgramExecutor::finish_op(uint32_t rank, const Program& p, const Op& op) {
   RankState& rs = ranks_[rank];
+  if (rank == pass_rank_) completed_in_pass_ = true;
   ++ops_executed_;
   if (op.kind == OpKind::kMemory) {
-    rs.mem_now += static_cast<int64_t>(op.bytes);
-    rs.mem_peak = std::max(rs.mem_peak, rs.mem_now);
+    Memory& m = memory_[rank];
+    m.now += static_cast<int64_t>(op.bytes);
+    m.peak = std::max(m.peak, m.now);
   } else if (op.kind == OpKind::kMarker && traced_[rank] && sim_.observers().active()) {
     sim::InstantRecord ir;
     ir.process = rank;
@@ -553,7 +568,7 @@ void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
 
 void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
   const auto rank = static_cast<uint32_t>(tag >> 16);
-  ss(rank, static_cast<uint16_t>(tag & 0xFFFF)).has_activity = false;
+  running_[stream_base_[rank] + static_cast<uint16_t>(tag & 0xFFFF)] = sim::ActivityId(0xFFFFFFFFu);
   kill_rank(rank);
 }
 
@@ -613,11 +628,15 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
   ++dead_count_;
   const Program& p = program_of(rank);
   for (uint16_t s = 0; s < p.num_streams(); ++s) {
-    StreamState& st = ss(rank, s);
-    if (st.has_activity) {
-      if (sim_.fluid().active(st.activity)) sim_.fluid().cancel(st.activity);
-      st.has_activity = false;
+    // running_ is valid while the head op is a kernel that has been issued and not completed.
+    const StreamState& st = ss(rank, s);
+    sim::ActivityId& a = running_[stream_base_[rank] + s];
+    if (st.busy && st.next < p.stream_ops(s).size()) {
+      const Op& head = p.op(p.stream_ops(s)[st.next]);
+      const bool kernel = head.kind == OpKind::kTimed || head.kind == OpKind::kKernel;
+      if (kernel && a.value != 0xFFFFFFFFu && sim_.fluid().active(a)) sim_.fluid().cancel(a);
     }
+    a = sim::ActivityId(0xFFFFFFFFu);
   }
   for (size_t d = 0; d < delays_.size(); ++d) {
     if (delays_[d].rank != rank || std::find(free_delays_.begin(), free_delays_.end(), d) != free_delays_.end())
@@ -635,6 +654,7 @@ void ProgramExecutor::fail_gpu(uint32_t gpu) {
 
 void ProgramExecutor::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
+  stopped_ = true;
 }
 
 size_t ProgramExecutor::pending_count() const { return job_.world() - ranks_done_; }
@@ -648,7 +668,7 @@ std::string ProgramExecutor::describe_op(uint32_t rank, const Op& op) const {
 
 void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const {
   size_t lines = 0;
-  if (!error_.empty() && lines < max_lines) {
+  if (stopped_ && lines < max_lines) {
     out += "  error: " + error_ + "\n";
     ++lines;
   }

@@ -68,7 +68,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   // Seconds of rank's time charged to category c (the tail idle time after its last op counts
   // as idle); valid after the run.
   double category_seconds(uint32_t rank, uint16_t c) const;
-  int64_t peak_memory(uint32_t rank) const { return ranks_[rank].mem_peak; }
+  int64_t peak_memory(uint32_t rank) const { return memory_.empty() ? 0 : memory_[rank].peak; }
   uint64_t ops_executed() const { return ops_executed_; }
   size_t plans_lowered() const { return plans_.size() + send_plans_.size(); }
 
@@ -87,32 +87,29 @@ class ProgramExecutor : public sim::ActivityOwner,
   void describe_pending(std::string& out, size_t max_lines) const override;
 
  private:
-  struct StreamState {
-    uint32_t next = 0;  // position of the head op
-    uint32_t seq = 0;   // collective sequence number the head op waits on
+  struct StreamState {  // 24 bytes
+    uint32_t next = 0;     // position of the head op
+    uint32_t seq : 31 = 0;  // collective sequence number the head op waits on
+    uint32_t busy : 1 = 0;  // the head op has been issued
     sim::Time started;
     sim::Time last_done;
-    sim::ActivityId activity{};  // the head op's kernel, while it runs
-    bool busy = false;
-    bool has_activity = false;
   };
-  struct RankState {
+  struct RankState {  // 40 bytes
     sim::Time free_since;  // stream 0 idle since
     sim::Time end;
     sim::Time last_recv_send_start;  // when the sender started the most recently received message
     sim::Time dead_at;
-    uint64_t ops_left = 0;
-    int64_t mem_now = 0, mem_peak = 0;
+    uint32_t ops_left = 0;
     bool dead = false;
   };
-  struct Gather {  // one per communicator group: the collective gathering its members
+  struct Gather {  // one per communicator group of 2 or more: the collective gathering its members
+    double bytes = 0;
     uint32_t seq = 0;
     uint32_t arrived = 0;
     uint32_t first_rank = 0;
     uint32_t first_op = 0;
-    CollectiveOp op = CollectiveOp::kAllReduce;
-    double bytes = 0;
     uint16_t stream = 0;
+    CollectiveOp op = CollectiveOp::kAllReduce;
     bool mixed = false;  // members wait on different streams
   };
   struct CollFlight {
@@ -141,7 +138,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   void finish_op(uint32_t rank, const Program& p, const Op& op);
   void charge_gap(uint32_t rank, const Program& p, const Op& op);
   void issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
-  void arrive(uint32_t instance, uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  void arrive(uint32_t instance, uint32_t size, uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  bool halted(uint32_t rank) const { return stopped_ || ranks_[rank].dead; }
   void issue_send(uint32_t rank, uint16_t s, const Op& op);
   void deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start);
   bool resolve_peer(uint32_t rank, const Op& op, uint32_t& peer) const;
@@ -168,10 +166,15 @@ class ProgramExecutor : public sim::ActivityOwner,
   bool identity_placement_ = true;
   std::vector<RankState> ranks_;
   std::vector<StreamState> streams_;
-  std::vector<uint64_t> stream_base_;  // per rank, into streams_
-  std::vector<uint64_t> recv_base_;    // per rank, into arrival_
+  std::vector<sim::ActivityId> running_;  // per (rank, stream), like streams_: the kernel while it runs
+  struct Memory {
+    int64_t now = 0, peak = 0;
+  };
+  std::vector<Memory> memory_;  // per rank, when some template has memory ops
+  std::vector<uint32_t> stream_base_;  // per rank, into streams_
+  std::vector<uint32_t> recv_base_;    // per rank, into arrival_
   std::vector<sim::Time> arrival_;     // per receive slot: its sender's send start; infinite until arrived
-  std::vector<uint64_t> free_base_;    // per rank, into free_done_
+  std::vector<uint32_t> free_base_;    // per rank, into free_done_
   std::vector<uint8_t> free_done_;
   uint16_t ncat_ = 0;
   std::vector<double> cat_s_;  // per rank x category
@@ -202,10 +205,13 @@ class ProgramExecutor : public sim::ActivityOwner,
   size_t completion_depth_ = 0;
   std::vector<uint32_t> pump_queue_;
   bool pumping_ = false;
+  uint32_t pass_rank_ = 0xFFFFFFFFu;  // the rank pump() is passing over, and whether one of its
+  bool completed_in_pass_ = false;    // ops completed during that pass
   uint32_t ranks_done_ = 0, dead_count_ = 0;
   uint64_t ops_executed_ = 0;
   sim::Time step_start_, step_end_;
   std::string error_;
+  bool stopped_ = false;  // error_ is set: nothing more is issued
   // trace
   std::vector<uint8_t> traced_;
   std::vector<std::vector<uint32_t>> bus_names_;  // per template: program name id -> bus name id

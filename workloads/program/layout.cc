@@ -20,14 +20,13 @@ Layout::Layout(std::array<int64_t, kNumDims> sizes, std::array<Dim, kNumDims> or
 }
 
 uint32_t Layout::group_id(uint32_t rank, Dim d) const {
-  // Drop coordinate d and re-pack the others in the same order.
-  uint64_t id = 0, mult = 1;
-  for (Dim e : order_) {
-    if (e == d) continue;
-    id += coord(rank, e) * mult;
-    mult *= static_cast<uint64_t>(sizes_[static_cast<size_t>(e)]);
-  }
-  return static_cast<uint32_t>(id);
+  // Drop coordinate d and re-pack the others in the same order: the dimensions inside d give
+  // rank mod stride(d), those outside it rank / (stride(d) x size(d)), which then counts in units
+  // of stride(d).
+  auto i = static_cast<size_t>(d);
+  uint64_t inner = rank % strides_[i];
+  uint64_t outer = rank / (strides_[i] * static_cast<uint64_t>(sizes_[i]));
+  return static_cast<uint32_t>(inner + outer * strides_[i]);
 }
 
 void Layout::members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const {

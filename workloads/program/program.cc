@@ -39,7 +39,7 @@ uint32_t Program::add(Op op, const std::vector<uint32_t>& deps) {
   op.deps_count = 0;
   for (uint32_t d : deps) {
     SIM_ASSERT(d < idx, "an op may depend only on earlier ops");
-    deps_.push_back(d);
+    deps_.push_back(DepRef{d, 0, 0});
     ++op.deps_count;
   }
   ops_.push_back(op);
@@ -48,7 +48,7 @@ uint32_t Program::add(Op op, const std::vector<uint32_t>& deps) {
 
 void Program::add_dep(uint32_t op, uint32_t dep) {
   SIM_ASSERT(op + 1 == ops_.size() && dep < op, "add_dep only extends the most recent op");
-  deps_.push_back(dep);
+  deps_.push_back(DepRef{dep, 0, 0});
   ++ops_[op].deps_count;
 }
 
@@ -97,6 +97,10 @@ void Program::finalize() {
           relative_peers_.push_back(ref);
       }
     }
+  }
+  for (DepRef& d : deps_) {
+    d.pos = ops_[d.op].pos;
+    d.stream = ops_[d.op].stream;
   }
   finalized_ = true;
 }

@@ -49,30 +49,38 @@ std::string_view op_kind_name(OpKind k);
 inline constexpr uint16_t kNoStream = 0xFFFF;
 inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
 
-struct Op {
+struct Op {  // 104 bytes; fields ordered for packing
   OpKind kind = OpKind::kTimed;
   CollectiveOp coll = CollectiveOp::kAllReduce;
-  uint16_t stream = 0;
-  uint16_t category = 0;
   uint8_t op_class = 0;               // kernel: the producer's op class, for the KernelCoster
   uint8_t peer_axis = kAbsolutePeer;  // send/recv: a Dim when `peer` is an offset along it
+  uint16_t stream = 0;
+  uint16_t category = 0;
   uint32_t comm = 0;                  // collective: index into JobProgram::comms
   int32_t peer = 0;                   // send/recv: absolute rank, or offset along peer_axis
   uint32_t tag = 0;                   // send/recv
   uint32_t slot = 0;                  // recv: its receive slot (set by finalize)
-  double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration
-  double sm_load = 0.0;
-  double hbm_load = 0.0;
-  double flops = 0.0;                 // kernel
-  double bytes = 0.0;                 // kernel: HBM bytes; collective, send: payload; memory: +alloc/-free
-  double model_flops = 0.0;           // FLOPs this op contributes to MFU (no recompute)
   uint32_t name = 0;                  // index into the program's names
   uint32_t deps_begin = 0;
   uint32_t deps_count = 0;
   uint32_t pos = 0;                   // position within its stream, or among dependency-only ops
   int32_t micro_batch = -1;           // for the trace
   int32_t layer = -1;
+  double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration
+  double sm_load = 0.0;
+  double hbm_load = 0.0;
+  double flops = 0.0;                 // kernel
+  double bytes = 0.0;                 // kernel: HBM bytes; collective, send: payload; memory: +alloc/-free
+  double model_flops = 0.0;           // FLOPs this op contributes to MFU (no recompute)
   uint64_t external_id = 0;
+};
+
+// A dependency as the executor checks it: done once its stream's cursor is past `pos` (or, for a
+// dependency-only op, once its done bit is set). Kept beside the op list so checks touch 12 bytes.
+struct DepRef {
+  uint32_t op;
+  uint32_t pos;
+  uint16_t stream;
 };
 
 class Program {
@@ -94,7 +102,8 @@ class Program {
 
   const std::vector<Op>& ops() const { return ops_; }
   const Op& op(uint32_t i) const { return ops_[i]; }
-  const uint32_t* deps(const Op& o) const { return deps_.data() + o.deps_begin; }
+  // The op's dependencies (stream and position valid after finalize).
+  const DepRef* dep_refs(const Op& o) const { return deps_.data() + o.deps_begin; }
   const std::vector<uint32_t>& stream_ops(uint16_t s) const { return stream_ops_[s]; }
   const std::vector<uint32_t>& free_ops() const { return free_ops_; }  // dependency-only, in order
   const std::string& name(uint32_t id) const { return names_.name(id); }
@@ -116,7 +125,7 @@ class Program {
     return (uint64_t{axis} << 56) | ((uint64_t{static_cast<uint32_t>(peer)} & 0xFFFFFFu) << 32) | tag;
   }
   std::vector<Op> ops_;
-  std::vector<uint32_t> deps_;
+  std::vector<DepRef> deps_;
   std::vector<std::string> stream_names_;
   std::vector<std::vector<uint32_t>> stream_ops_;
   std::vector<uint32_t> free_ops_;
