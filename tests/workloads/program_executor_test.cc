@@ -444,3 +444,52 @@ TEST(Layout, GroupIdsRepackTheOtherCoordinatesDensely) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(ProgramExecutor, AllToAllVSendsEachMembersOwnSizes) {
+  // Rank 0 sends 1 MB to rank 1 and 2 MB to rank 2; rank 1 sends 3 MB to rank 0; rank 2 nothing.
+  // After the 1 us step latency, 0->1 and 0->2 share GPU 0's NIC uplink at 0.5 GB/s each while
+  // 1->0 runs alone at 1 GB/s. 0->1 ends at 1 us + 2 ms; 0->2 then has 1 MB left at 1 GB/s and
+  // ends at 1 us + 3 ms, as does 1->0 (3 MB at 1 GB/s): the collective ends at 3.001 ms.
+  std::vector<Program> ps(3);
+  const std::vector<std::vector<double>> sizes = {{0, 1e6, 2e6}, {3e6, 0, 0}, {0, 0, 0}};
+  for (size_t r = 0; r < 3; ++r) {
+    ps[r].add_stream("ep");
+    Op a = collective(0, CollectiveOp::kAllToAll, 0, 0);
+    a.index = ps[r].add_peer_sizes(sizes[r]);
+    ps[r].add(a);
+  }
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "ep";
+  comm.members = {0, 1, 2};
+  jp.add_comm(comm);
+  auto o = run(jp, 3);
+  ASSERT_TRUE(o.finished) << o.report << o.error;
+  EXPECT_EQ(o.end_ns, 3'001'000);
+}
+
+TEST(ProgramExecutor, AllToAllVWithTheWrongNumberOfSizesIsAClearError) {
+  std::vector<Program> ps(2);
+  for (size_t r = 0; r < 2; ++r) {
+    ps[r].add_stream("ep");
+    Op a = collective(0, CollectiveOp::kAllToAll, 0, 0);
+    a.index = ps[r].add_peer_sizes(r == 0 ? std::vector<double>{0, 1e6} : std::vector<double>{1e6});
+    ps[r].add(a);
+  }
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "ep";
+  comm.members = {0, 1};
+  jp.add_comm(comm);
+  auto o = run(jp, 2);
+  EXPECT_FALSE(o.finished);
+  EXPECT_NE(o.error.find("rank 1 op '' gives 1 per-peer sizes for an all-to-all-v on communicator 'ep' of 2 members"),
+            std::string::npos)
+      << o.error;
+}
+
+}  // namespace
+}  // namespace wl

@@ -339,7 +339,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
     case OpKind::kCollective: issue_collective(rank, s, op, idx); break;
     case OpKind::kSend: issue_send(rank, s, op); break;
     case OpKind::kRecv: {
-      const sim::Time sent = arrival_[recv_base_[rank] + op.slot];
+      const sim::Time sent = arrival_[recv_base_[rank] + op.index];
       if (!sent.is_infinite()) {
         ranks_[rank].last_recv_send_start = sent;
         complete(rank, s);
@@ -419,7 +419,10 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     g.stream = s;
     g.mixed = false;
   } else {
-    if (op.coll != g.op || op.bytes != g.bytes) {
+    const Op& first = program_of(g.first_rank).op(g.first_op);
+    const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
+    const bool first_v = first.index != 0 && first.coll == CollectiveOp::kAllToAll;
+    if (op.coll != g.op || v != first_v || (!v && op.bytes != g.bytes)) {
       const Program& fp = program_of(g.first_rank);
       fail("collective mismatch on communicator '" + job_.comms[op.comm].name + "' (call " + std::to_string(g.seq) +
            "): rank " + std::to_string(g.first_rank) + " runs " + describe_op(g.first_rank, fp.op(g.first_op)) +
@@ -439,10 +442,42 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     f = static_cast<uint32_t>(coll_flights_.size());
     coll_flights_.emplace_back();
   }
-  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed};
+  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr};
+  const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
+  if (v) {
+    // All-to-all-v: a plan of its own from every member's per-peer sizes.
+    members_of(op.comm, rank, scratch_members_);
+    auto plan = std::make_unique<CollectivePlan>();
+    plan->op = CollectiveOp::kAllToAll;
+    plan->algorithm = Algorithm::kDirect;
+    Phase ph;
+    for (uint32_t i = 0; i < scratch_members_.size(); ++i) {
+      const uint32_t m = scratch_members_[i];
+      const uint16_t ms = g.mixed ? waiting_stream(m, op.comm, g.seq) : g.stream;
+      const Program& mp = program_of(m);
+      const Op& mop = mp.op(mp.stream_ops(ms)[ss(m, ms).next]);
+      const std::vector<double>& sizes = mp.peer_sizes(mop.index);
+      if (sizes.size() != scratch_members_.size()) {
+        fail("rank " + std::to_string(m) + " op '" + mp.name(mop.name) + "' gives " + std::to_string(sizes.size()) +
+             " per-peer sizes for an all-to-all-v on communicator '" + job_.comms[op.comm].name + "' of " +
+             std::to_string(scratch_members_.size()) + " members");
+        return;
+      }
+      for (uint32_t j = 0; j < sizes.size(); ++j) {
+        if (j == i || sizes[j] <= 0) continue;
+        Transfer t;
+        t.hops.emplace_back(i, j);
+        t.bytes = sizes[j];
+        t.latency_steps = 1;
+        ph.transfers.push_back(std::move(t));
+      }
+    }
+    plan->phases.push_back(std::move(ph));
+    coll_flights_[f].own_plan = std::move(plan);
+  }
   g.arrived = 0;
   g.seq = (g.seq + 1) & 0x7FFFFFFFu;
-  const CollectivePlan& plan = plan_for(op.comm, inst, op.coll, op.bytes, rank);
+  const CollectivePlan& plan = v ? *coll_flights_[f].own_plan : plan_for(op.comm, inst, op.coll, op.bytes, rank);
   members_of(op.comm, rank, scratch_members_);
   scratch_gpus_.clear();
   for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
@@ -592,7 +627,7 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
     return;
   }
   const auto f = static_cast<uint32_t>(tag);
-  CollFlight cf = coll_flights_[f];
+  CollFlight cf = std::move(coll_flights_[f]);
   free_coll_flights_.push_back(f);
   // Completing members can start (and, for degenerate plans, finish) other collectives, so each
   // nesting level gets its own member buffer.

@@ -116,6 +116,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t comm = 0, instance = 0, seq = 0, any_member = 0;
     uint16_t stream = 0;
     bool mixed = false;
+    std::unique_ptr<CollectivePlan> own_plan;  // all-to-all-v: its plan, alive until it is done
   };
   struct SendFlight {
     uint32_t src = 0, dst = 0, tag = 0;

@@ -87,7 +87,7 @@ void Program::finalize() {
       uint32_t slot = static_cast<uint32_t>(recv_op_of_slot_.size());
       recv_op_of_slot_.push_back(i);
       recv_slot_of_op_[i] = slot;
-      op.slot = slot;
+      op.index = slot;
       recv_lists_[recv_key(op.peer_axis, op.peer, op.tag)].push_back(slot);
       if (op.peer_axis == kAbsolutePeer) {
         has_absolute_recvs_ = true;
@@ -108,6 +108,11 @@ void Program::finalize() {
 const std::vector<uint32_t>* Program::recv_slots(uint8_t peer_axis, int32_t peer, uint32_t tag) const {
   auto it = recv_lists_.find(recv_key(peer_axis, peer, tag));
   return it == recv_lists_.end() ? nullptr : &it->second;
+}
+
+uint32_t Program::add_peer_sizes(std::vector<double> bytes_to_each_member) {
+  peer_sizes_.push_back(std::move(bytes_to_each_member));
+  return static_cast<uint32_t>(peer_sizes_.size());
 }
 
 uint16_t JobProgram::add_category(std::string_view name) {

@@ -18,6 +18,8 @@
 //   delay       pure time (`seconds`), no resources;
 //   collective  `coll` of `bytes` on communicator `comm`; starts when its last member arrives;
 //               members' k-th collectives on one communicator match, and must agree on op and bytes;
+//               all-to-all-v (coll kAllToAll with `index` > 0): each member sends its own per-peer
+//               sizes, Program::peer_sizes(index), one entry per member of the group, in its order;
 //   send        `bytes` to `peer` with `tag`; recv: finishes once the matching send has arrived.
 //               Messages match by (source, destination, tag), first in first out; any number may be
 //               outstanding. A peer is an absolute rank, or an offset along a layout axis;
@@ -59,7 +61,8 @@ struct Op {  // 104 bytes; fields ordered for packing
   uint32_t comm = 0;                  // collective: index into JobProgram::comms
   int32_t peer = 0;                   // send/recv: absolute rank, or offset along peer_axis
   uint32_t tag = 0;                   // send/recv
-  uint32_t slot = 0;                  // recv: its receive slot (set by finalize)
+  uint32_t index = 0;                 // recv: its receive slot (set by finalize); all-to-all-v: its
+                                      // per-peer sizes (Program::peer_sizes), 0 for none
   uint32_t name = 0;                  // index into the program's names
   uint32_t deps_begin = 0;
   uint32_t deps_count = 0;
@@ -96,6 +99,9 @@ class Program {
   uint32_t add(Op op, const std::vector<uint32_t>& deps);
   void add_dep(uint32_t op, uint32_t dep);  // only before finalize, for the most recent op
   uint32_t intern(std::string_view name) { return names_.intern(name); }
+  // Stores per-peer byte counts for an all-to-all-v op; returns its `index` (>= 1).
+  uint32_t add_peer_sizes(std::vector<double> bytes_to_each_member);
+  const std::vector<double>& peer_sizes(uint32_t index) const { return peer_sizes_[index - 1]; }
   // Computes stream positions and the receive index; call once when done. Throws sim::UserError
   // for an op on an undeclared stream.
   void finalize();
@@ -130,6 +136,7 @@ class Program {
   std::vector<std::vector<uint32_t>> stream_ops_;
   std::vector<uint32_t> free_ops_;
   sim::NameTable names_;
+  std::vector<std::vector<double>> peer_sizes_;
   std::unordered_map<uint32_t, uint32_t> recv_slot_of_op_;
   std::vector<uint32_t> recv_op_of_slot_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> recv_lists_;
