@@ -12,26 +12,6 @@ namespace wl {
 
 namespace {
 
-const char* schedule_name(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGPipe: return "gpipe";
-    case PipelineSchedule::kOneFOneB: return "1f1b";
-    case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
-    case PipelineSchedule::kZeroBubbleH1: return "zb-h1";
-  }
-  return "?";
-}
-
-const char* dp_name(DataParallel d) {
-  switch (d) {
-    case DataParallel::kDdp: return "ddp";
-    case DataParallel::kZero1: return "zero1";
-    case DataParallel::kZero2: return "zero2";
-    case DataParallel::kFsdp: return "fsdp";
-  }
-  return "?";
-}
-
 // The parts of a step in report order, with their labels.
 std::vector<std::pair<std::string, double>> breakdown_parts(const Breakdown& b) {
   return {{"compute", b.compute},
@@ -79,8 +59,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           static_cast<long long>(j.world()));
   appendf(o, "  tp %lld  cp %lld  pp %lld  dp %lld  dp_outer %lld   data parallel %s   schedule %s",
           static_cast<long long>(j.tp), static_cast<long long>(j.cp), static_cast<long long>(j.pp),
-          static_cast<long long>(j.dp), static_cast<long long>(j.dp_outer), dp_name(j.data_parallel),
-          schedule_name(j.schedule));
+          static_cast<long long>(j.dp), static_cast<long long>(j.dp_outer), std::string(kDataParallelNames.name(j.data_parallel)).c_str(),
+          std::string(kPipelineScheduleNames.name(j.schedule)).c_str());
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));

@@ -55,6 +55,8 @@ MemoryBreakdown stage_model_state_memory(const ModelSpec& spec, int64_t stage, i
                                          const AdamBytes& adam = {});
 
 enum class Recompute { kNone, kSelective, kFull };
+inline constexpr sim::EnumNames<Recompute, 3> kRecomputeNames{{{
+    {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}}};
 
 // Korthikanti's closed forms for the GPT block (MHA, GELU 4h MLP, dropout, 16-bit activations),
 // bytes per layer per micro-batch on one rank (s sequence, b micro-batch, h hidden, a heads,

@@ -36,6 +36,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/enum_names.h"
+
 namespace wl {
 
 enum class MlpKind { kSwiGlu, kGelu };
@@ -89,6 +91,8 @@ struct ParamCounts {
 ParamCounts count_params(const ModelSpec& spec);
 
 enum class Precision { kFp32, kBf16, kFp16, kFp8 };
+inline constexpr sim::EnumNames<Precision, 4> kPrecisionNames{{{
+    {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"}, {Precision::kFp32, "fp32"}}}};
 int64_t gemm_operand_bytes(Precision p);   // 4 / 2 / 2 / 1
 int64_t elementwise_bytes(Precision p);    // 4 / 2 / 2 / 2
 
@@ -119,6 +123,8 @@ enum class PipelineSplit {
   kEven,               // layers % pp == 0 required
   kFirstLastOneFewer,  // Llama 3 §3.3.2: first and last stage get one layer fewer (126 = 16*8-2)
 };
+inline constexpr sim::EnumNames<PipelineSplit, 2> kPipelineSplitNames{{{
+    {PipelineSplit::kEven, "even"}, {PipelineSplit::kFirstLastOneFewer, "first-last-one-fewer"}}}};
 // Blocks per stage, first stage first. Throws ConfigError when the split is impossible.
 std::vector<int64_t> split_layers(int64_t layers, int64_t pp, PipelineSplit split);
 

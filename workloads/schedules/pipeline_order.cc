@@ -15,15 +15,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw sim::ConfigError(msg); }
 
-const char* schedule_name(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGPipe: return "gpipe";
-    case PipelineSchedule::kOneFOneB: return "1f1b";
-    case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
-    case PipelineSchedule::kZeroBubbleH1: return "zb-h1";
-  }
-  return "unknown";
-}
+std::string schedule_name(PipelineSchedule s) { return std::string(kPipelineScheduleNames.name(s)); }
 
 const char* pass_name(PassKind k) {
   switch (k) {

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/enum_names.h"
+
 namespace wl {
 
 enum class PipelineSchedule {
@@ -32,6 +34,13 @@ enum class PipelineSchedule {
   kInterleaved1F1B,  // Megatron interleaved, v chunks per rank (Narayanan et al. SC'21 §2.2.2)
   kZeroBubbleH1,     // ZB-H1, backward split into B and W (Qi et al., ICLR 2024, arXiv 2401.10241)
 };
+// The scenario's spellings (schedule.kind), for parsing and printing.
+inline constexpr sim::EnumNames<PipelineSchedule, 4> kPipelineScheduleNames{{{
+    {PipelineSchedule::kGPipe, "gpipe"},
+    {PipelineSchedule::kOneFOneB, "1f1b"},
+    {PipelineSchedule::kInterleaved1F1B, "interleaved-1f1b"},
+    {PipelineSchedule::kZeroBubbleH1, "zb-h1"},
+}}};
 
 enum class PassKind : uint8_t {
   kForward,

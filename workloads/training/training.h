@@ -35,6 +35,8 @@
 namespace wl {
 
 enum class DataParallel { kDdp, kZero1, kZero2, kFsdp };
+inline constexpr sim::EnumNames<DataParallel, 4> kDataParallelNames{{{
+    {DataParallel::kDdp, "ddp"}, {DataParallel::kZero1, "zero1"}, {DataParallel::kZero2, "zero2"}, {DataParallel::kFsdp, "fsdp"}}}};
 
 // Training's streams (trace thread ids) and breakdown categories in its JobProgram. Communicators
 // are numbered by Dim (tp 0, cp 1, pp 2, dp 3, dp_outer 4), generated along the layout's axes.

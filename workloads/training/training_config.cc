@@ -21,13 +21,6 @@ auto located(const sim::ConfigNode& node, F&& f) -> decltype(f()) {
   }
 }
 
-Precision parse_precision(const std::string& s) {
-  if (s == "bf16") return Precision::kBf16;
-  if (s == "fp16") return Precision::kFp16;
-  if (s == "fp8") return Precision::kFp8;
-  return Precision::kFp32;
-}
-
 }  // namespace
 
 ModelSpec bind_model(const sim::ConfigNode& m) {
@@ -75,9 +68,8 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.seq_len = t.get_int_in("seq_len", 1, int64_t{1} << 24);
   j.global_batch = t.get_int_in("global_batch", 1, int64_t{1} << 30);
   j.micro_batch = t.get_int_in("micro_batch", 1, int64_t{1} << 20, 1);
-  j.precision = parse_precision(t.get_enum("precision", {"bf16", "fp16", "fp8", "fp32"}, "bf16"));
-  std::string rc = t.get_enum("recompute", {"none", "selective", "full"}, "none");
-  j.recompute = rc == "none" ? Recompute::kNone : rc == "selective" ? Recompute::kSelective : Recompute::kFull;
+  j.precision = kPrecisionNames.value(t.get_enum("precision", kPrecisionNames.names(), "bf16"));
+  j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
 
   auto p = w.child("parallelism");
@@ -106,19 +98,14 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       if (!seen[d]) o[k++] = static_cast<Dim>(d);
     j.order = o;
   }
-  std::string dpm = p.get_enum("data_parallel", {"ddp", "zero1", "zero2", "fsdp"}, "ddp");
-  j.data_parallel = dpm == "ddp" ? DataParallel::kDdp : dpm == "zero1" ? DataParallel::kZero1
-                    : dpm == "zero2" ? DataParallel::kZero2 : DataParallel::kFsdp;
+  j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
   j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
-  std::string split = p.get_enum("layer_split", {"even", "first-last-one-fewer"}, "even");
-  j.split = split == "even" ? PipelineSplit::kEven : PipelineSplit::kFirstLastOneFewer;
+  j.split = kPipelineSplitNames.value(p.get_enum("layer_split", kPipelineSplitNames.names(), "even"));
 
   auto s = w.child("schedule");
-  std::string kind = s.get_enum("kind", {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"});
-  j.schedule = kind == "gpipe" ? PipelineSchedule::kGPipe : kind == "1f1b" ? PipelineSchedule::kOneFOneB
-               : kind == "interleaved-1f1b" ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::kZeroBubbleH1;
+  j.schedule = kPipelineScheduleNames.value(s.get_enum("kind", kPipelineScheduleNames.names()));
   j.virtual_stages = s.get_int_in("virtual_stages", 1, 1024, 1);
 
   if (w.has("efficiency"))
