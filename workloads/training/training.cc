@@ -1,10 +1,14 @@
 #include "workloads/training/training.h"
 
+#include <memory>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "sim/error.h"
+#include "workloads/training/data_parallel.h"
+#include "workloads/training/stage_emitter.h"
 
 namespace wl {
 
@@ -38,11 +42,6 @@ void TrainingJob::validate() const {
 }
 
 namespace {
-
-struct Cost {
-  double seconds = 0, sm_s = 0, hbm_s = 0, model_flops = 0;
-  bool empty() const { return seconds <= 0; }
-};
 
 struct CommSpec {
   Dim dim = Dim::kTp;
@@ -236,47 +235,33 @@ PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& c
   return p;
 }
 
-// Parameters per rank of each model chunk: its layers, plus the embedding on the first chunk and
-// the final norm and head on the last.
-struct ParamSplit {
-  std::vector<int64_t> chunk_layers;
-  double layer = 0, embed = 0, head = 0;
-  double chunk(int64_t g) const {
-    auto last = static_cast<int64_t>(chunk_layers.size()) - 1;
-    return static_cast<double>(chunk_layers[static_cast<size_t>(g)]) * layer + (g == 0 ? embed : 0) +
-           (g == last ? head : 0);
-  }
-};
-
+// Walks one stage's pipeline order and emits its program: each forward, backward (or input and
+// weight halves) of a model chunk as compute segments split by their TP/CP collectives, pipeline
+// messages between stages, the data-parallel policy's collectives at its hooks, the optimizer.
 class StageBuilder {
  public:
   StageBuilder(const TrainingJob& job, int32_t stage, const ParamSplit& split, const PassRecipes& layer,
-               const PassRecipes& embed, const PassRecipes& head)
-      : job_(job),
-        stage_(stage),
-        split_(split),
-        chunk_layers_(split.chunk_layers),
-        layer_(layer),
-        embed_(embed),
-        head_(head),
-        layer_params_(split.layer),
-        embed_params_(split.embed),
-        head_params_(split.head) {
+               const PassRecipes& embed, const PassRecipes& head, double pp_bytes)
+      : job_(job), split_(split), layer_(layer), embed_(embed), head_(head), pp_bytes_(pp_bytes), e_(job) {
     params_.schedule = job.schedule;
     params_.stages = static_cast<int32_t>(job.pp);
     params_.micro_batches = static_cast<int32_t>(job.micro_batches());
     params_.virtual_stages = static_cast<int32_t>(job.virtual_stages);
-    chunks_total_ = static_cast<int32_t>(job.pp * job.virtual_stages);
-    first_layer_.assign(chunk_layers_.size() + 1, 0);
-    for (size_t g = 0; g < chunk_layers_.size(); ++g) first_layer_[g + 1] = first_layer_[g] + chunk_layers_[g];
+    shape_.stage = stage;
+    shape_.stages = params_.stages;
+    shape_.micro_batches = params_.micro_batches;
+    shape_.virtual_stages = params_.virtual_stages;
+    shape_.chunk_layers = split.chunk_layers;
+    shape_.first_layer.assign(shape_.chunk_layers.size() + 1, 0);
+    for (size_t g = 0; g < shape_.chunk_layers.size(); ++g)
+      shape_.first_layer[g + 1] = shape_.first_layer[g] + shape_.chunk_layers[g];
+    dp_ = make_data_parallel_policy(e_, shape_, split_);
   }
 
   Program build(int32_t* peak_in_flight_out) {
-    // Streams in the order of their trace thread ids.
-    for (const char* name : {"compute", "tp", "cp", "pp send", "pp recv", "dp", "dp outer"}) p_.add_stream(name);
-    order_ = pipeline_order(params_, stage_);
+    order_ = pipeline_order(params_, shape_.stage);
     *peak_in_flight_out = peak_in_flight(order_);
-    int32_t v = params_.virtual_stages, m = params_.micro_batches;
+    int32_t v = params_.virtual_stages;
     // The micro-batch whose gradient pass of each chunk comes last: gradients are complete then.
     last_grad_mb_.assign(v, -1);
     bool split_w = job_.schedule == PipelineSchedule::kZeroBubbleH1;
@@ -284,12 +269,11 @@ class StageBuilder {
       bool grad_done = split_w ? w.pass == PassKind::kBackwardWeight : w.pass == PassKind::kBackward;
       if (grad_done) last_grad_mb_[w.chunk] = w.micro_batch;
     }
-    first_fwd_mb_.assign(v, -1);
+    dp_->first_fwd_mb.assign(v, -1);
     for (const auto& w : order_)
-      if (w.pass == PassKind::kForward && first_fwd_mb_[w.chunk] < 0) first_fwd_mb_[w.chunk] = w.micro_batch;
+      if (w.pass == PassKind::kForward && dp_->first_fwd_mb[w.chunk] < 0) dp_->first_fwd_mb[w.chunk] = w.micro_batch;
 
-    bool zero12 = job_.data_parallel == DataParallel::kZero1 || job_.data_parallel == DataParallel::kZero2;
-    if (zero12 && job_.dp > 1) emit_zero12_param_gathers();
+    dp_->before_step();
     for (const auto& w : order_) {
       switch (w.pass) {
         case PassKind::kForward: forward(w.micro_batch, w.chunk); break;
@@ -299,143 +283,95 @@ class StageBuilder {
       }
     }
     optimizer();
-    p_.finalize();
-    return std::move(p_);
+    Program& p = e_.program();
+    p.finalize();
+    return std::move(p);
   }
 
  private:
-  int32_t global(int32_t chunk) const { return chunk * params_.stages + stage_; }
-  int32_t last_global() const { return chunks_total_ - 1; }
-
-  uint32_t add_compute(const Cost& c, const std::string& name, TrainingCategory cat, int32_t mb, int32_t layer) {
-    Op op;
-    op.kind = OpKind::kTimed;
-    op.stream = kComputeStream;
-    op.category = cat;
-    op.seconds = c.seconds;
-    op.sm_load = c.seconds > 0 ? c.sm_s / c.seconds : 0;
-    op.hbm_load = c.seconds > 0 ? c.hbm_s / c.seconds : 0;
-    op.model_flops = c.model_flops;
-    op.name = p_.intern(name);
-    op.micro_batch = mb;
-    op.layer = layer;
-    uint32_t idx = p_.add(op, frontier_);
-    frontier_.clear();
-    last_compute_ = idx;
-    return idx;
-  }
-
-  uint32_t add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb, int32_t layer,
-                          const std::vector<uint32_t>& deps) {
-    Op op;
-    op.kind = OpKind::kCollective;
-    op.comm = static_cast<uint32_t>(d);  // training's communicators are numbered by Dim
-    op.coll = coll;
-    op.bytes = bytes;
-    op.stream = stream_for(d);
-    op.category = category_of(d);
-    op.name = p_.intern(name);
-    op.micro_batch = mb;
-    op.layer = layer;
-    return p_.add(op, deps);
-  }
-
-  static uint16_t stream_for(Dim d) {
-    switch (d) {
-      case Dim::kTp: return kTpStream;
-      case Dim::kCp: return kCpStream;
-      case Dim::kDp: return kDpStream;
-      case Dim::kDpOuter: return kDpOuterStream;
-      default: return kPpSendStream;
-    }
-  }
-
-  bool has(Dim d) const {
-    switch (d) {
-      case Dim::kTp: return job_.tp > 1;
-      case Dim::kCp: return job_.cp > 1;
-      case Dim::kDp: return job_.dp > 1;
-      case Dim::kDpOuter: return job_.dp_outer > 1;
-      default: return false;
-    }
-  }
+  int32_t global(int32_t chunk) const { return shape_.global(chunk); }
+  int32_t last_global() const { return shape_.last_global(); }
 
   // Emits a recipe; the first compute waits on the frontier; returns the index of its first compute.
   int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat, const std::string& suffix) {
     int64_t first = -1;
-    std::vector<uint32_t> comms;
     for (const Piece& pc : r) {
       if (pc.comm) {
-        if (!has(pc.spec.dim)) continue;
-        std::vector<uint32_t> deps = frontier_;
-        if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
-        uint32_t c =
-            add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes, pc.name + suffix + mb_suffix(mb), mb, layer, deps);
-        frontier_.clear();
-        frontier_.push_back(c);
+        if (!e_.has(pc.spec.dim)) continue;
+        std::vector<uint32_t> deps = e_.frontier();
+        if (e_.last_compute() >= 0) deps.push_back(static_cast<uint32_t>(e_.last_compute()));
+        uint32_t c = e_.add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes,
+                                       pc.name + suffix + StageEmitter::mb_suffix(mb), mb, layer, deps);
+        e_.frontier().clear();
+        e_.wait_for(c);
       } else {
-        uint32_t c = add_compute(pc.cost, pc.name + suffix + mb_suffix(mb), cat, mb, layer);
+        uint32_t c = e_.add_compute(pc.cost, pc.name + suffix + StageEmitter::mb_suffix(mb), cat, mb, layer);
         if (first < 0) first = c;
       }
     }
     return first;
   }
 
-  std::string layer_suffix(int64_t l) const { return " L" + std::to_string(l); }
-  static std::string mb_suffix(int32_t mb) { return mb >= 0 ? " mb" + std::to_string(mb) : ""; }
+  static std::string layer_suffix(int64_t l) { return StageEmitter::layer_suffix(l); }
+  int64_t first_layer(int32_t g) const { return shape_.first_layer[static_cast<size_t>(g)]; }
+  int64_t chunk_layers(int32_t g) const { return shape_.chunk_layers[static_cast<size_t>(g)]; }
 
   void forward(int32_t mb, int32_t chunk) {
     int32_t g = global(chunk);
-    if (g > 0) recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
+    if (g > 0) e_.recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
     if (g == 0) {
-      fsdp_gather_whole(embed_params_, "embedding", mb);
+      dp_->before_whole(split_.embed, "embedding", mb);
       emit(embed_.fwd, mb, -1, TrainingCategory::kCompute, "");
     }
-    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    int64_t l0 = first_layer(g), n = chunk_layers(g);
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     for (int64_t i = 0; i < n; ++i) {
       int64_t l = l0 + i;
-      fsdp_gather_before(mb, chunk, i, layer_first, "fwd");
+      dp_->before_layer(mb, chunk, i, layer_first, Pass::kForward);
       layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
     }
     if (g == last_global()) {
-      fsdp_gather_whole(head_params_, "head", mb);
+      dp_->before_whole(split_.head, "head", mb);
       emit(head_.fwd, mb, -1, TrainingCategory::kCompute, "");
     }
     if (g < last_global())
-      send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), "send act", mb);
+      e_.send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), pp_bytes_,
+              "send act", mb);
   }
 
   void backward(int32_t mb, int32_t chunk, bool input_only) {
     int32_t g = global(chunk);
-    if (g < last_global()) recv(+1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv grad");
+    if (g < last_global()) e_.recv(+1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv grad");
     const Recipe& hb = input_only ? head_.bwd_input : head_.bwd;
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
     if (g == last_global()) {
-      fsdp_gather_whole(head_params_, "head", mb);
+      dp_->before_whole(split_.head, "head", mb);
       emit(hb, mb, -1, TrainingCategory::kCompute, "");
-      if (!input_only) fsdp_reduce_whole(head_params_, "head", mb, grads_final);
+      if (!input_only) dp_->after_whole_grad(split_.head, "head", mb, grads_final);
     }
-    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    int64_t l0 = first_layer(g), n = chunk_layers(g);
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
-      fsdp_gather_before(mb, chunk, n - 1 - i, layer_first, "bwd");
+      dp_->before_layer(mb, chunk, n - 1 - i, layer_first, Pass::kBackward);
       if (job_.recompute == Recompute::kFull)
-        layer_first[n - 1 - i] = emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
-      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute,
-                       layer_suffix(l));
+        layer_first[n - 1 - i] =
+            emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
+      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l),
+                       TrainingCategory::kCompute, layer_suffix(l));
       if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
-      if (!input_only) grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
+      if (!input_only) dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
-      fsdp_gather_whole(embed_params_, "embedding", mb);
+      dp_->before_whole(split_.embed, "embedding", mb);
       emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute, "");
-      if (!input_only) fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
+      if (!input_only) dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
     }
-    if (!input_only) flush_grads(mb, chunk, grads_final, bucket, g);
-    if (g > 0) send(-1, static_cast<uint32_t>(((g - 1) / params_.stages) * params_.micro_batches + mb), "send grad", mb);
+    if (!input_only) dp_->flush(mb, grads_final, bucket, g);
+    if (g > 0)
+      e_.send(-1, static_cast<uint32_t>(((g - 1) / params_.stages) * params_.micro_batches + mb), pp_bytes_,
+              "send grad", mb);
   }
 
   void weight_grad(int32_t mb, int32_t chunk) {
@@ -443,187 +379,54 @@ class StageBuilder {
     bool grads_final = mb == last_grad_mb_[chunk];
     if (g == last_global()) {
       emit(head_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
-      fsdp_reduce_whole(head_params_, "head", mb, grads_final);
+      dp_->after_whole_grad(split_.head, "head", mb, grads_final);
     }
-    int64_t l0 = first_layer_[g], n = chunk_layers_[g];
+    int64_t l0 = first_layer(g), n = chunk_layers(g);
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
       emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
-      grad_ready(mb, chunk, l, layer_params_, grads_final, bucket);
+      dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
       emit(embed_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
-      fsdp_reduce_whole(embed_params_, "embedding", mb, grads_final);
+      dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
     }
-    flush_grads(mb, chunk, grads_final, bucket, g);
+    dp_->flush(mb, grads_final, bucket, g);
   }
 
-  // --- data parallelism -------------------------------------------------------------------------
-
-  double grad_bytes(double params) const { return params * job_.adam.grad; }
-  double param_bytes(double params) const { return params * job_.adam.param; }
-
-  // A layer's gradient is complete for this micro-batch.
-  void grad_ready(int32_t mb, int32_t chunk, int64_t layer, double params, bool grads_final, double& bucket) {
-    if (!has(Dim::kDp) && !has(Dim::kDpOuter)) return;
-    if (job_.data_parallel == DataParallel::kFsdp) {
-      // ZeRO-3: reduce-scatter this layer's gradient after every micro-batch's backward.
-      std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
-      uint32_t rs = has(Dim::kDp) ? add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
-                                                   "reduce-scatter grads" + layer_suffix(layer), mb,
-                                                   static_cast<int32_t>(layer), deps)
-                                  : static_cast<uint32_t>(last_compute_);
-      if (grads_final && has(Dim::kDpOuter))
-        add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / job_.dp,
-                                        "all-reduce grad shard" + layer_suffix(layer), mb,
-                                        static_cast<int32_t>(layer), {rs});
-      return;
-    }
-    if (!grads_final) return;
-    bucket += params;
-    if (grad_bytes(bucket) >= job_.ddp_bucket_bytes) emit_bucket(mb, chunk, bucket, layer);
-  }
-
-  void flush_grads(int32_t mb, int32_t chunk, bool grads_final, double& bucket, int32_t g) {
-    if (!grads_final || job_.data_parallel == DataParallel::kFsdp) return;
-    if (!has(Dim::kDp)) return;
-    if (g == 0) bucket += embed_params_;
-    if (g == last_global()) bucket += head_params_;
-    if (bucket > 0) emit_bucket(mb, chunk, bucket, -1);
-  }
-
-  void emit_bucket(int32_t mb, int32_t chunk, double& bucket, int64_t layer) {
-    bool ddp = job_.data_parallel == DataParallel::kDdp;
-    std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
-    add_collective(Dim::kDp, ddp ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter, grad_bytes(bucket),
-                   ddp ? "all-reduce grads" : "reduce-scatter grads", mb, static_cast<int32_t>(layer), deps);
-    bucket = 0;
-  }
-
-  // ZeRO-1/2: parameters updated on their shard are all-gathered before their first use in the
-  // step (equivalently, at the end of the previous step), overlapping earlier layers' forward.
-  void emit_zero12_param_gathers() {
-    for (int32_t c = 0; c < params_.virtual_stages; ++c) {
-      int32_t g = global(c);
-      uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(split_.chunk(g)),
-                                   "all-gather params chunk " + std::to_string(c), -1, -1, {});
-      zero12_gather_.push_back(ag);
-    }
-  }
-
-  // ZeRO-3 all-gather of layer position `pos` of this pass, at most `prefetch` layers ahead; under
-  // ZeRO-1/2 the first forward of a chunk waits for its parameters instead.
-  void fsdp_gather_before(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
-                          const char* pass) {
-    if (!zero12_gather_.empty() && pos == 0 && std::string(pass) == "fwd" && mb == first_fwd_mb_[chunk])
-      frontier_.push_back(zero12_gather_[static_cast<size_t>(chunk)]);
-    if (job_.data_parallel != DataParallel::kFsdp || !has(Dim::kDp)) return;
-    std::vector<uint32_t> deps;
-    int64_t ahead = pos - job_.fsdp_prefetch;
-    if (ahead >= 0 && layer_first[static_cast<size_t>(ahead)] >= 0)
-      deps.push_back(static_cast<uint32_t>(layer_first[static_cast<size_t>(ahead)]));
-    int64_t l = first_layer_[global(chunk)] + (std::string(pass) == "fwd" ? pos : chunk_layers_[global(chunk)] - 1 - pos);
-    uint32_t ag = add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(layer_params_),
-                                 std::string("all-gather params ") + pass + layer_suffix(l), mb,
-                                 static_cast<int32_t>(l), deps);
-    frontier_.push_back(ag);
-  }
-
-  // ZeRO-3 for the embedding or the head: gathered before use, gradient reduce-scattered after.
-  void fsdp_gather_whole(double params, const char* what, int32_t mb) {
-    if (job_.data_parallel != DataParallel::kFsdp || !has(Dim::kDp) || params <= 0) return;
-    frontier_.push_back(add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
-                                       std::string("all-gather params ") + what, mb, -1, {}));
-  }
-  void fsdp_reduce_whole(double params, const char* what, int32_t mb, bool grads_final) {
-    if (job_.data_parallel != DataParallel::kFsdp || params <= 0) return;
-    std::vector<uint32_t> deps{static_cast<uint32_t>(last_compute_)};
-    uint32_t rs = static_cast<uint32_t>(last_compute_);
-    if (has(Dim::kDp))
-      rs = add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
-                          std::string("reduce-scatter grads ") + what, mb, -1, deps);
-    if (grads_final && has(Dim::kDpOuter))
-      add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.dp),
-                     std::string("all-reduce grad shard ") + what, mb, -1, {rs});
-  }
-
+  // One memory-bound kernel over the parameters whose optimizer state this rank holds, after every
+  // gradient collective (the last op of each data-parallel stream).
   void optimizer() {
     double params = 0;
     for (int32_t c = 0; c < params_.virtual_stages; ++c) params += split_.chunk(global(c));
-    double shard = job_.data_parallel == DataParallel::kDdp ? params : params / static_cast<double>(job_.dp);
+    double shard = dp_->optimizer_share(params);
     Cost c;
     c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
     c.seconds = c.hbm_s;
-    // Waits for every gradient collective: the last op of each data-parallel stream.
+    const Program& p = e_.program();
     for (uint16_t s : {kDpStream, kDpOuterStream}) {
-      for (int64_t i = static_cast<int64_t>(p_.ops().size()) - 1; i >= 0; --i)
-        if (p_.op(static_cast<uint32_t>(i)).stream == s) {
-          frontier_.push_back(static_cast<uint32_t>(i));
+      for (int64_t i = static_cast<int64_t>(p.ops().size()) - 1; i >= 0; --i)
+        if (p.op(static_cast<uint32_t>(i)).stream == s) {
+          e_.wait_for(static_cast<uint32_t>(i));
           break;
         }
     }
-    add_compute(c, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
+    e_.add_compute(c, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
   }
 
-  // --- pipeline messages ------------------------------------------------------------------------
-
-  // Pipeline messages go to the stage `peer` = +1 (next) or -1 (previous) along pp, wrapping
-  // around; a message's tag is its index within its direction of travel times 2, plus 1 when it
-  // travels backwards, so activations and gradients between the same two ranks never match.
-  static uint32_t message_tag(uint32_t message, bool travels_forward) { return 2 * message + (travels_forward ? 0 : 1); }
-
-  void recv(int8_t peer, uint32_t message, int32_t mb, const std::string& what) {
-    Op op;
-    op.kind = OpKind::kRecv;
-    op.stream = kPpRecvStream;
-    op.category = TrainingCategory::kPp;
-    op.peer_axis = static_cast<uint8_t>(Dim::kPp);
-    op.peer = peer;
-    op.tag = message_tag(message, peer < 0);
-    op.name = p_.intern(what + mb_suffix(mb));
-    op.micro_batch = mb;
-    frontier_.push_back(p_.add(op));
-  }
-
-  void send(int8_t peer, uint32_t message, const std::string& what, int32_t mb) {
-    Op op;
-    op.kind = OpKind::kSend;
-    op.stream = kPpSendStream;
-    op.category = TrainingCategory::kPp;
-    op.peer_axis = static_cast<uint8_t>(Dim::kPp);
-    op.peer = peer;
-    op.tag = message_tag(message, peer > 0);
-    op.bytes = pp_bytes_;
-    op.name = p_.intern(what + mb_suffix(mb));
-    op.micro_batch = mb;
-    std::vector<uint32_t> deps = frontier_;
-    if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));
-    p_.add(op, deps);
-    frontier_.clear();
-  }
-
- public:
-  double pp_bytes_ = 0;
-
- private:
   const TrainingJob& job_;
-  int32_t stage_;
   const ParamSplit& split_;
-  const std::vector<int64_t>& chunk_layers_;
   const PassRecipes& layer_;
   const PassRecipes& embed_;
   const PassRecipes& head_;
-  double layer_params_, embed_params_, head_params_;
+  double pp_bytes_;
   PipelineParams params_;
-  int32_t chunks_total_ = 1;
-  std::vector<int64_t> first_layer_;
+  StageShape shape_;
+  StageEmitter e_;
+  std::unique_ptr<DataParallelPolicy> dp_;
   std::vector<PipelineWork> order_;
-  std::vector<int32_t> last_grad_mb_, first_fwd_mb_;
-  std::vector<uint32_t> zero12_gather_;
-  Program p_;
-  std::vector<uint32_t> frontier_;
-  int64_t last_compute_ = -1;
+  std::vector<int32_t> last_grad_mb_;
 };
 
 }  // namespace
@@ -702,8 +505,7 @@ TrainingPlan build_training(const TrainingJob& job) {
              : job.data_parallel == DataParallel::kZero2 ? 2
                                                          : 3;
   for (int32_t st = 0; st < job.pp; ++st) {
-    StageBuilder sb(job, st, split, layer, embed, head);
-    sb.pp_bytes_ = pp_bytes;
+    StageBuilder sb(job, st, split, layer, embed, head, pp_bytes);
     int32_t in_flight = 0;
     plan.programs.push_back(sb.build(&in_flight));
     // Memory at the peak: model state, activations of the chunk-forwards in flight, buffers.

@@ -1,0 +1,59 @@
+// workloads/training/data_parallel.h: how a stage's program synchronises data-parallel replicas,
+// one policy per strategy, called by the pipeline walker (training.cc) at fixed hooks:
+//   DDP        gradients all-reduced in buckets during the last micro-batch's backward (PyTorch
+//              DDP, Li et al. VLDB 2020);
+//   ZeRO-1/2   gradients reduce-scattered in the same buckets, parameters all-gathered before their
+//              first use in the step (Rajbhandari et al. SC'20);
+//   FSDP       (ZeRO-3) every layer all-gathered before each use, at most `fsdp_prefetch` layers
+//              ahead, its gradient reduce-scattered after every backward; HSDP adds an all-reduce
+//              of the gradient shard over the replicate group dp_outer (Zhao et al., VLDB 2023).
+// Internal to workloads/training/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "workloads/training/stage_emitter.h"
+
+namespace wl {
+
+class DataParallelPolicy {
+ public:
+  DataParallelPolicy(StageEmitter& e, const StageShape& shape, const ParamSplit& split)
+      : e_(e), job_(e.job()), shape_(shape), split_(split) {}
+  virtual ~DataParallelPolicy() = default;
+
+  // Before the first pass of the step.
+  virtual void before_step() {}
+  // Before layer position `pos` (0 = first of the pass) of a forward or backward pass of
+  // (mb, chunk); layer_first[k] is the first compute op of earlier position k (or -1).
+  virtual void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
+                            Pass pass) {}
+  // The embedding's or head's parameters are about to be used; their gradient was just computed.
+  virtual void before_whole(double params, const char* what, int32_t mb) {}
+  virtual void after_whole_grad(double params, const char* what, int32_t mb, bool grads_final) {}
+  // A layer's gradient is complete for this micro-batch; `bucket` collects parameters whose
+  // gradients wait to be sent. flush() ends the chunk's pass (global chunk g).
+  virtual void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double& bucket) {}
+  virtual void flush(int32_t mb, bool grads_final, double& bucket, int32_t g) {}
+  // Parameters whose optimizer state this rank updates, of `params` held.
+  virtual double optimizer_share(double params) const { return params; }
+
+  // Per chunk: the micro-batch of its first forward (set by the walker before before_step()).
+  std::vector<int32_t> first_fwd_mb;
+
+ protected:
+  double grad_bytes(double params) const { return params * job_.adam.grad; }
+  double param_bytes(double params) const { return params * job_.adam.param; }
+
+  StageEmitter& e_;
+  const TrainingJob& job_;
+  const StageShape& shape_;
+  const ParamSplit& split_;
+};
+
+std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(StageEmitter& e, const StageShape& shape,
+                                                              const ParamSplit& split);
+
+}  // namespace wl
