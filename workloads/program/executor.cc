@@ -40,6 +40,11 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
                            " but the cluster has " + std::to_string(res_.topology().num_gpus()));
     if (g != r) identity_placement_ = false;
   }
+  if (!coster_) {
+    default_coster_ = std::make_unique<ProfileKernelCoster>(res_.profile(), res_.gpu_spec().peak_bf16_flops,
+                                                            res_.gpu_spec().hbm_bandwidth_Bps);
+    coster_ = default_coster_.get();
+  }
   handler_ = sim_.add_handler(this);
   ncat_ = static_cast<uint16_t>(job_.categories.size());
   ranks_.resize(n);
@@ -311,11 +316,6 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       }
       double seconds = op.seconds, sm = op.sm_load, hbm = op.hbm_load;
       if (op.kind == OpKind::kKernel) {
-        if (!coster_) {
-          fail("rank " + std::to_string(rank) + " op '" + p.name(op.name) + "' is a kernel op (" +
-               std::to_string(op.flops) + " FLOPs) but no kernel cost model was given");
-          return;
-        }
         KernelCoster::Cost c = coster_->cost(op);
         seconds = c.seconds;
         sm = c.sm_load;
@@ -679,6 +679,25 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
     sim_.cancel(delays_[d].event);
     free_delays_.push_back(static_cast<uint32_t>(d));
   }
+}
+
+KernelCoster::Cost ProfileKernelCoster::cost(const Op& op) const {
+  double eff = profile_.vector_efficiency;
+  switch (static_cast<KernelClass>(op.op_class)) {
+    case KernelClass::kGemm: eff = profile_.gemm_efficiency; break;
+    case KernelClass::kAttention: eff = profile_.attention_efficiency; break;
+    case KernelClass::kVector: eff = profile_.vector_efficiency; break;
+    case KernelClass::kMemory: eff = 0; break;
+  }
+  const double t_sm = eff > 0 && peak_ > 0 ? op.flops / (peak_ * eff) : 0.0;
+  const double t_hbm = hbm_ > 0 ? op.bytes / (hbm_ * profile_.memory_efficiency) : 0.0;
+  Cost c;
+  c.seconds = std::max(t_sm, t_hbm);
+  if (c.seconds > 0) {
+    c.sm_load = t_sm / c.seconds;
+    c.hbm_load = t_hbm / c.seconds;
+  }
+  return c;
 }
 
 void ProgramExecutor::fail_gpu(uint32_t gpu) {

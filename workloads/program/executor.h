@@ -44,8 +44,26 @@ class KernelCoster {
   virtual Cost cost(const Op& op) const = 0;
 };
 
+// The hardware profile's kernel cost (topology/hardware_profile.h): a kernel of F FLOPs of class
+// c and B HBM bytes takes t = max(F / (peak x efficiency(c)), B / (HBM bandwidth x memory
+// efficiency)) alone, loading the SM pool with its FLOP time / t and HBM with its byte time / t
+// (the roofline, as topology::ClusterResources::start_kernel). kMemory kernels have no FLOPs
+// cost. The peak is the dense tensor rate of the precision the producer runs at.
+class ProfileKernelCoster : public KernelCoster {
+ public:
+  ProfileKernelCoster(const topo::HardwareProfile& profile, double peak_flops, double hbm_Bps)
+      : profile_(profile), peak_(peak_flops), hbm_(hbm_Bps) {}
+  Cost cost(const Op& op) const override;
+
+ private:
+  topo::HardwareProfile profile_;
+  double peak_, hbm_;
+};
+
 struct ExecutorOptions {
   std::vector<uint32_t> trace_ranks;  // ranks whose ops become trace spans (empty: none)
+  // Costs kernel ops when issued; null: a ProfileKernelCoster of the cluster's profile at the
+  // accelerator's BF16 peak.
   const KernelCoster* coster = nullptr;
 };
 
@@ -163,6 +181,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   ClusterShape shape_;
   CostHints hints_;
   const KernelCoster* coster_;
+  std::unique_ptr<ProfileKernelCoster> default_coster_;
   sim::HandlerId handler_;
   bool identity_placement_ = true;
   std::vector<RankState> ranks_;

@@ -48,13 +48,16 @@ namespace wl {
 enum class OpKind : uint8_t { kKernel, kTimed, kDelay, kCollective, kSend, kRecv, kMemory, kMarker };
 std::string_view op_kind_name(OpKind k);
 
+// Op classes of kernel ops, as the hardware profile distinguishes them (op.op_class).
+enum class KernelClass : uint8_t { kGemm, kAttention, kVector, kMemory };
+
 inline constexpr uint16_t kNoStream = 0xFFFF;
 inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
 
 struct Op {  // 104 bytes; fields ordered for packing
   OpKind kind = OpKind::kTimed;
   CollectiveOp coll = CollectiveOp::kAllReduce;
-  uint8_t op_class = 0;               // kernel: the producer's op class, for the KernelCoster
+  uint8_t op_class = 0;               // kernel: a KernelClass, for the KernelCoster
   uint8_t peer_axis = kAbsolutePeer;  // send/recv: a Dim when `peer` is an offset along it
   uint16_t stream = 0;
   uint16_t category = 0;
