@@ -1,7 +1,9 @@
-// DiLoCo across islands (workloads/diloco): the outer all-reduce on the WAN fluid system against
-// its closed form and the Appendix A bound of arXiv 2503.09799, the outer-round timeline against
-// H T / (H T + sync), Streaming DiLoCo hiding (or not) its fragment syncs, byte conservation on the
-// WAN links, the Table 6 row for Llama 3 405B, strict binding errors and one end-to-end run.
+// DiLoCo across islands (workloads/diloco): the WAN topology and the outer-round program run by the
+// program executor as collectives on it, the outer all-reduce against its closed form and the
+// Appendix A bound of arXiv 2503.09799, the outer-round timeline against H T / (H T + sync),
+// Streaming DiLoCo hiding (or not) its fragment syncs and overlapping two of them, byte
+// conservation on the WAN links, the Table 6 row for Llama 3 405B, strict binding errors and one
+// end-to-end run.
 // Every expected value is worked out by hand in the comment next to it.
 #include "workloads/diloco/diloco.h"
 
@@ -16,7 +18,11 @@
 #include "sim/error.h"
 #include "sim/simulation.h"
 #include "topology/cluster_config.h"
+#include "topology/cluster_resources.h"
+#include "workloads/collectives/cluster_shape.h"
+#include "workloads/collectives/runtime.h"
 #include "workloads/model/transformer.h"
+#include "workloads/program/executor.h"
 
 namespace wl {
 namespace {
@@ -60,6 +66,97 @@ TEST(DiLoCoSync, RingOnIdleWanMatchesClosedForm) {
     EXPECT_NEAR(t.fragment_sync_time_s, c.expect_s, 2 * kNs) << "M = " << c.m;
     EXPECT_NEAR(t.fragment_sync_time_s, ring_sync_seconds(c.m, c.bytes, c.bw, c.lat), 2 * kNs);
   }
+}
+
+TEST(DiLoCoWan, TopologyHasTheConfiguredBandwidthAndOneWayLatency) {
+  // Three islands, 10 Gb/s = 1.25 GB/s, an odd one-way latency of 5 ms + 1 ns: gateways 0..2, the
+  // WAN switch vertex 3, an up link (gateway -> wan, 2.5 ms + 1 ns) and a down link (wan ->
+  // gateway, 2.5 ms) per gateway, custom links (efficiency 1): every gateway-to-gateway route is
+  // up then down, 5 ms + 1 ns in all.
+  const sim::Time lat = sim::Time::ms(5) + sim::Time::ns(1);
+  auto wan = build_wan_topology(3, 1.25e9, lat);
+  EXPECT_EQ(wan.num_gpus(), 3u);
+  EXPECT_EQ(wan.num_vertices(), 4u);
+  EXPECT_EQ(wan.vertex_name(3), "wan");
+  ASSERT_EQ(wan.links().size(), 6u);
+  for (const auto& l : wan.links()) {
+    EXPECT_EQ(l.kind, topo::LinkKind::kCustom);
+    EXPECT_EQ(l.bandwidth_Bps, 1.25e9);
+    EXPECT_TRUE(l.src == 3 || l.dst == 3);
+  }
+  topo::Route r;
+  for (uint32_t a = 0; a < 3; ++a)
+    for (uint32_t b = 0; b < 3; ++b) {
+      if (a == b) continue;
+      wan.route(a, b, 0, r);
+      EXPECT_EQ(r.links.size(), 2u);
+      EXPECT_EQ(r.latency, lat) << a << " -> " << b;
+    }
+  // The profile's link efficiencies leave custom links alone: the constraint is 1.25 GB/s.
+  sim::Simulation s(1);
+  topo::HardwareProfile profile = topo::default_profile(topo::find_gpu("h100-sxm"));
+  topo::ClusterResources res(s, wan, topo::find_gpu("h100-sxm"), profile);
+  EXPECT_EQ(s.fluid().effective_capacity(res.link(0)), 1.25e9);
+}
+
+TEST(DiLoCoWan, OuterSyncRunsAsCollectivesOnTheWanTier) {
+  // Two islands, one round of H = 1 step of 1 ns, S = 1 GB over B = 1.25 GB/s, L = 5 ms: the
+  // program is one delay and one all-reduce per island on the communicator of both islands; run by
+  // the executor and the collective runtime on the WAN topology the ring takes
+  // 2(M-1)(L + S/(M B)) = 2 x (0.005 + 1e9 / 2.5e9) = 0.81 s after the 1 ns step.
+  auto cfg = make_config(2, 1, 1, 1.25e9, 0.005);
+  std::vector<double> steps = {kNs, kNs};
+  JobProgram jp = diloco_outer_program(cfg, steps, 1e9);
+  ASSERT_EQ(jp.world(), 2u);
+  ASSERT_EQ(jp.templates.size(), 1u);  // identical islands share one program
+  ASSERT_EQ(jp.comms.size(), 1u);
+  EXPECT_EQ(jp.comms[0].members, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(jp.comms[0].algorithm, Algorithm::kRing);
+  const Program& p = jp.templates[0];
+  EXPECT_EQ(p.stream_name(0), "compute");
+  EXPECT_EQ(p.stream_name(1), "sync");
+  int delays = 0, collectives = 0;
+  for (const Op& op : p.ops()) {
+    delays += op.kind == OpKind::kDelay;
+    if (op.kind == OpKind::kCollective) {
+      ++collectives;
+      EXPECT_EQ(op.coll, CollectiveOp::kAllReduce);
+      EXPECT_EQ(op.bytes, 1e9);
+    }
+  }
+  EXPECT_EQ(delays, 1);
+  EXPECT_EQ(collectives, 1);
+  const double closed = ring_sync_seconds(2, 1e9, 1.25e9, 0.005);
+  EXPECT_NEAR(closed, 0.81, 1e-12);
+  // By hand on the executor: the step ends at 1 ns, the all-reduce 0.81 s later (within the 1 ns
+  // rounding of the flow's end). A software overhead per step, which the timeline leaves at 0, is
+  // paid once per ring step: 2(M-1) x 1 ms more.
+  for (double overhead_s : {0.0, 0.001}) {
+    sim::Simulation s(1);
+    auto wan = build_wan_topology(2, 1.25e9, sim::Time::ms(5));
+    topo::HardwareProfile profile = topo::default_profile(topo::find_gpu("h100-sxm"));
+    topo::ClusterResources res(s, wan, topo::find_gpu("h100-sxm"), profile);
+    RuntimeOptions ro;
+    ro.step_overhead = sim::Time::from_seconds(overhead_s);
+    CollectiveRuntime rt(res, ro);
+    ProgramExecutor exec(res, rt, jp, cluster_shape_of(wan), cost_hints_for(res, ro), ExecutorOptions{});
+    s.add_pending_work(&exec);
+    exec.start();
+    auto rr = s.run();
+    ASSERT_FALSE(rr.deadlocked) << rr.deadlock_report;
+    ASSERT_TRUE(exec.finished()) << exec.error();
+    EXPECT_NEAR(exec.step_end().seconds(), kNs + closed + 2 * overhead_s, 2 * kNs) << overhead_s;
+    EXPECT_EQ(rt.transfers_started(), 1u);  // one pipelined ring: one flow through all four links
+  }
+  // The timeline runs the same program: the sync's duration is the closed form.
+  auto t = simulate_diloco_timeline(cfg, steps, 1e9);
+  EXPECT_NEAR(t.fragment_sync_time_s, closed, 2 * kNs);
+  EXPECT_NEAR(t.total_time_s, kNs + closed, 2 * kNs);
+  // Tree on the same two islands: both trees are the one edge, each carries S/2 both ways, so each
+  // link carries S in all and the bytes take S/B = 0.8 s; depth 1: 2 latency steps = 10 ms.
+  cfg.sync.algorithm = OuterAlgorithm::kTree;
+  auto tree = simulate_diloco_timeline(cfg, steps, 1e9);
+  EXPECT_NEAR(tree.fragment_sync_time_s, 0.81, 2 * kNs);
 }
 
 TEST(DiLoCoSync, AppendixABoundAgreesWithRingAcrossIslands) {
@@ -118,6 +215,34 @@ TEST(DiLoCoStreaming, EnoughBandwidthHidesEverySync) {
   EXPECT_EQ(t.syncs, 12);
   EXPECT_EQ(t.syncs_in_flight_at_end, 1);
   EXPECT_NEAR(t.drain_time_s, 300.18, 2 * kNs);
+}
+
+TEST(DiLoCoStreaming, TwoFragmentSyncsOverlapAndShareTheWan) {
+  // M = 2, H = 3, F = 2, tau = 1, 2 rounds, T = 1 s, fragments of 1.5 GB over 1 GB/s, no latency:
+  // a fragment alone takes S/B = 1.5 s (M = 2 ring: S through each link). Syncs are sent after
+  // steps 1, 3, 4, 6 and due after 2, 4, 5, 7. Sync 2 is sent after step 4, the step sync 1 is due
+  // after, so both run at once:
+  //   sync 0 [1, 2.5]; step 3 waits for it: [2.5, 3.5]; sync 1 starts 3.5; step 4 [3.5, 4.5];
+  //   sync 2 starts 4.5 beside sync 1 (0.5 s of bytes left): each gets B/2, sync 1 ends 5.5;
+  //   sync 2 has 1 GB left at full rate, ends 6.5; step 5 (waits for sync 1) [5.5, 6.5]; step 6
+  //   (waits for sync 2) [6.5, 7.5]; sync 3 [7.5, 9.0] is due after step 7 > 6: in flight at the end.
+  // Total 7.5 s, waits 0.5 + 1.0 = 1.5 s per island, syncs 1.5, 2.0, 2.0, 1.5 s (mean 1.75).
+  // Serialising the syncs would start sync 2 at 5.5 and end at 8.0 s.
+  auto cfg = make_config(2, 3, 2, 1e9, 0.0);
+  cfg.sync.streaming = true;
+  cfg.sync.fragments = 2;
+  cfg.sync.overlap_steps = 1;
+  auto t = run(cfg, 1.0, 3e9);
+  EXPECT_NEAR(t.total_time_s, 7.5, 2 * kNs);
+  EXPECT_NEAR(t.drain_time_s, 9.0, 3 * kNs);
+  EXPECT_EQ(t.syncs, 4);
+  EXPECT_EQ(t.syncs_in_flight_at_end, 1);
+  EXPECT_NEAR(t.fragment_sync_time_s, 1.75, 2 * kNs);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(t.compute_s[i], 6.0, kNs);
+    EXPECT_NEAR(t.wait_s[i], 1.5, 3 * kNs);
+    EXPECT_NEAR(t.compute_s[i] + t.wait_s[i], t.elapsed_s[i], kNs);  // the parts add up
+  }
 }
 
 TEST(DiLoCoStreaming, TooLittleBandwidthDegradesMonotonically) {

@@ -7,15 +7,25 @@
 // F fragments whose all-reduces are staggered within the round and overlap compute; a fragment
 // sent after inner step c must have arrived before step c + tau + 1 begins (tau = overlap_steps).
 //
-// The WAN is its own small fluid system: island i has an up and a down constraint of `bandwidth`
-// (bytes/s, per direction). An outer all-reduce is a plan of phases, each phase a latency wait and
-// then a few fluid activities that share the links max-min fairly with every other sync in flight:
-//   ring: one phase, 2(M-1) latency steps, ONE activity carrying 2(M-1)/M x bytes through every
-//         island's up and down link (a pipelined ring streams all edges at once; the same lowering
-//         as workloads/collectives/collective.h). Alone on an idle WAN it takes exactly
-//         2(M-1) (latency + bytes / (M x bandwidth)), the bandwidth-optimal ring.
-//   tree: a double binary tree (two mirrored heap trees, half the bytes each, as NCCL does inside
-//         a cluster): a reduce phase then a broadcast phase, floor(log2 M) latency steps each.
+// The outer rounds are a JobProgram run by the one executor (workloads/program/) on a topology whose
+// only tier is the WAN (build_wan_topology): rank i is island i, placed on its gateway accelerator;
+// its "compute" stream holds one delay per inner step (the island's simulated step time) and its
+// sync streams one all-reduce of sync_bytes / F per fragment sync, on an explicit communicator of
+// all islands with the configured algorithm, lowered by lower_collective and run as flows by the
+// CollectiveRuntime, sharing the WAN links max-min fairly with every other sync in flight:
+//   ring: one pipelined ring (2(M-1)/M x bytes through every gateway's up and down link), 2(M-1)
+//         latency steps. Alone on an idle WAN it takes exactly 2(M-1) (latency + bytes / (M x
+//         bandwidth)), the bandwidth-optimal ring.
+//   tree: NCCL's double binary tree (two in-order binary trees, half the bytes each, reduce and
+//         broadcast pipelined), 2 ceil(log2 M) latency steps.
+// A latency step costs the route latency (the configured one-way latency) and no software
+// overhead: the runtime's step_overhead is 0 here, as the WAN latency stands for the whole step.
+// Dependencies carry the semantics: a fragment's sync waits for the inner step it is sent after
+// (the last island to get there starts it); inner step c + tau + 1 waits for the sync sent after
+// step c; the island's end (a marker after its last step) waits for the syncs due by then, while
+// syncs due later are still in flight at the end. Two syncs may overlap (a fragment sent while
+// the previous one, due the same step, is still running), never three, so syncs alternate between
+// two streams ("sync" and "sync.next") and never wait on each other.
 // Assumptions, stated in the output: intra-island gathering of the shards to the island's gateway
 // is hidden (overlapped with the last inner step); the outer optimizer step is free; islands are
 // identical, so one simulated training step of one island gives every island's inner step time.
@@ -29,6 +39,9 @@
 #include <vector>
 
 #include "sim/time.h"
+#include "topology/catalog.h"
+#include "topology/topology.h"
+#include "workloads/program/program.h"
 #include "workloads/training/step.h"
 #include "workloads/training/training_config.h"
 
@@ -72,12 +85,33 @@ struct DilocoTimeline {
   uint64_t events = 0;
 };
 
-// Simulates `config.outer_steps` rounds on a fresh sim::Simulation. `step_time_s` holds each
-// island's inner step time (size islands); `sync_bytes` is the full model's pseudo-gradient.
-// Fragment f of round r is sent after inner step r*H + floor((f+1)*H/F) (so F = 1 sends at the end
-// of the round) and carries sync_bytes / F.
+// The inter-island network as a Topology, built by topo::build_edge_list: vertices 0..M-1 are the
+// islands' gateway accelerators ("gpu<i>", one node each), vertex M the WAN switch "wan". Gateway
+// i has an up link i -> wan and a down link wan -> i of `bandwidth_Bps` each; the one-way latency
+// is split over them (up ceil(latency / 2), down floor(latency / 2) in ns), so every
+// gateway-to-gateway route has exactly `latency`. The links are LinkKind::kCustom, whose
+// efficiency is 1 in every HardwareProfile (topology/cluster_resources.cc): they carry the
+// configured bandwidth exactly.
+topo::Topology build_wan_topology(int64_t islands, double bandwidth_Bps, sim::Time latency);
+
+// The outer rounds as a JobProgram (see the top of this file): rank i = island i on GPU i of
+// build_wan_topology; streams "compute", "sync", "sync.next"; categories compute, idle and
+// "outer sync" (what the compute stream waited on); communicator 0 "wan" of all islands with the
+// configured algorithm; sync k (round k / F, fragment k % F) has external_id k + 1. Ranks with the
+// same step time share a template.
+JobProgram diloco_outer_program(const DilocoConfig& config, std::span<const double> step_time_s, double sync_bytes);
+
+// Simulates `config.outer_steps` rounds on a fresh sim::Simulation: diloco_outer_program run by a
+// ProgramExecutor on build_wan_topology's resources (`gateway` is the islands' accelerator; it
+// runs no kernels). `step_time_s` holds each island's inner step time (size islands); `sync_bytes`
+// is the full model's pseudo-gradient. Fragment f of round r is sent after inner step
+// r*H + floor((f+1)*H/F) (so F = 1 sends at the end of the round) and carries sync_bytes / F.
+// Timeline fields come from the executor: compute_s and wait_s are the rank's "compute" and
+// "outer sync" category seconds, elapsed_s the end of its compute stream, a sync's duration runs
+// from its last member's arrival to its end (op spans), WAN bytes are its plan's bytes on each
+// gateway's links for every sync the executor finished.
 DilocoTimeline simulate_diloco_timeline(const DilocoConfig& config, std::span<const double> step_time_s,
-                                        double sync_bytes, uint64_t seed = 1);
+                                        double sync_bytes, uint64_t seed = 1, const topo::GpuSpec& gateway = {});
 
 // 2(M-1) (latency + bytes / (M x bandwidth)): the ring all-reduce of `bytes` across M islands on
 // an idle WAN.
