@@ -191,9 +191,11 @@ TEST(TrainingCompute, SingleGpuStepIsTheSumOfRooflineKernels) {
   // sum of the ops' own times, and MFU = model FLOPs / (step x peak).
   auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
   auto plan = build_training(job);
+  // Compute ops are kernels the executor costs from the hardware profile: the same coster here.
+  ProfileKernelCoster coster(job.profile, job.peak_flops(), job.gpu.hbm_bandwidth_Bps);
   double sum = 0;
   for (const Op& op : plan.programs[0].ops())
-    if (op.kind == OpKind::kTimed) sum += op.seconds;
+    if (op.kind == OpKind::kKernel) sum += coster.cost(plan.programs[0], op).seconds;
   auto t = free_network(1);
   auto r = run_step(job, t);
   EXPECT_NEAR(r.step_time_s, sum, 1e-9 * plan.programs[0].ops().size() + 1e-9);
@@ -270,6 +272,48 @@ TEST(TrainingFailure, DeadGpuMidStepIsAStuckOutcomeNamingTheDeadRank) {
             std::string::npos)
       << r.report;
   EXPECT_LT(r.step_time_s, full);  // the last op any rank finished came before the end of a whole step
+}
+
+}  // namespace
+}  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(TrainingCompute, OneProgramRecostedUnderTwoProfiles) {
+  // The training program carries FLOPs, bytes and op classes, not seconds: the same built program
+  // run on a cluster whose profile says GEMMs reach 0.4 instead of 0.8 of peak takes longer, and
+  // on one GPU each step equals the sum of its kernels as that profile costs them.
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
+  auto plan = build_training(job);
+  const Program program = plan.programs[0];
+  auto t = free_network(1);
+  std::vector<double> steps;
+  for (double gemm : {0.8, 0.4}) {
+    topo::HardwareProfile prof = job.profile;
+    prof.gemm_efficiency = gemm;
+    prof.comm_sms = 0;
+    prof.comm_hbm_fraction = 0;
+    TrainingPlan copy = plan;
+    JobProgram jp = training_job_program(job, copy, {});
+    sim::Simulation sim(1);
+    topo::ClusterResources res(sim, t, job.gpu, prof);
+    CollectiveRuntime runtime(res, RuntimeOptions{});
+    ProfileKernelCoster coster(prof, job.peak_flops(), job.gpu.hbm_bandwidth_Bps);
+    ExecutorOptions eo;
+    eo.coster = &coster;
+    ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, eo);
+    exec.start();
+    sim.run();
+    ASSERT_TRUE(exec.finished());
+    double sum = 0;
+    for (const Op& op : program.ops())
+      if (op.kind == OpKind::kKernel) sum += coster.cost(program, op).seconds;
+    const double step = (exec.step_end() - exec.step_start()).seconds();
+    EXPECT_NEAR(step, sum, 1e-9 * program.ops().size() + 1e-9) << "gemm efficiency " << gemm;
+    steps.push_back(step);
+  }
+  EXPECT_GT(steps[1], steps[0] * 1.3);  // GEMMs are most of a transformer step's FLOPs
 }
 
 }  // namespace

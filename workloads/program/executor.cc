@@ -45,6 +45,15 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
                                                             res_.gpu_spec().hbm_bandwidth_Bps);
     coster_ = default_coster_.get();
   }
+  // Fused kernels (cost terms) are costed from the profile once per distinct term list of each
+  // template, before anything runs; plain kernel ops when issued.
+  kernel_costs_.resize(job_.templates.size());
+  for (size_t t = 0; t < job_.templates.size(); ++t) {
+    const Program& p = job_.templates[t];
+    kernel_costs_[t].resize(p.num_cost_term_lists());
+    for (const Op& op : p.ops())
+      if (op.kind == OpKind::kKernel && op.index != 0) kernel_costs_[t][op.index - 1] = coster_->cost(p, op);
+  }
   handler_ = sim_.add_handler(this);
   ncat_ = static_cast<uint16_t>(job_.categories.size());
   ranks_.resize(n);
@@ -316,7 +325,8 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       }
       double seconds = op.seconds, sm = op.sm_load, hbm = op.hbm_load;
       if (op.kind == OpKind::kKernel) {
-        KernelCoster::Cost c = coster_->cost(op);
+        const KernelCoster::Cost c =
+            op.index != 0 ? kernel_costs_[job_.template_of_rank[rank]][op.index - 1] : coster_->cost(p, op);
         seconds = c.seconds;
         sm = c.sm_load;
         hbm = c.hbm_load;
@@ -681,7 +691,35 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
   }
 }
 
-KernelCoster::Cost ProfileKernelCoster::cost(const Op& op) const {
+ProfileKernelCoster::Sums ProfileKernelCoster::sum(const std::vector<CostTerm>& terms) const {
+  Sums s;
+  for (const CostTerm& t : terms) {
+    double eff = profile_.vector_efficiency;
+    if (t.cls == KernelClass::kGemm) eff = profile_.gemm_efficiency;
+    if (t.cls == KernelClass::kAttention) eff = profile_.attention_efficiency;
+    const double rate = peak_ * eff;
+    double sm = 0;
+    if (t.cls != KernelClass::kMemory) {
+      sm = t.flops[0] / (rate * t.wave[0]);
+      if (t.flops[1] != 0) sm += t.flops[1] / (rate * t.wave[1]);
+    }
+    const double hbm = t.bytes / (hbm_ * profile_.memory_efficiency);
+    s.seconds += std::max(sm, hbm);
+    s.sm_s += sm;
+    s.hbm_s += hbm;
+  }
+  return s;
+}
+
+KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) const {
+  if (op.index != 0) {
+    Sums s = sum(p.cost_terms(op.index));
+    Cost c;
+    c.seconds = s.seconds;
+    c.sm_load = s.seconds > 0 ? s.sm_s / s.seconds : 0;
+    c.hbm_load = s.seconds > 0 ? s.hbm_s / s.seconds : 0;
+    return c;
+  }
   double eff = profile_.vector_efficiency;
   switch (static_cast<KernelClass>(op.op_class)) {
     case KernelClass::kGemm: eff = profile_.gemm_efficiency; break;

@@ -41,7 +41,7 @@ class KernelCoster {
   struct Cost {
     double seconds = 0, sm_load = 0, hbm_load = 0;  // as a timed op's
   };
-  virtual Cost cost(const Op& op) const = 0;
+  virtual Cost cost(const Program& p, const Op& op) const = 0;
 };
 
 // The hardware profile's kernel cost (topology/hardware_profile.h): a kernel of F FLOPs of class
@@ -53,7 +53,13 @@ class ProfileKernelCoster : public KernelCoster {
  public:
   ProfileKernelCoster(const topo::HardwareProfile& profile, double peak_flops, double hbm_Bps)
       : profile_(profile), peak_(peak_flops), hbm_(hbm_Bps) {}
-  Cost cost(const Op& op) const override;
+  Cost cost(const Program& p, const Op& op) const override;
+  // Summed over `terms` in order: each term's roofline time max(FLOP time, HBM time), its FLOP
+  // time and its HBM time (a fused kernel's time alone, and the SM and HBM seconds it loads).
+  struct Sums {
+    double seconds = 0, sm_s = 0, hbm_s = 0;
+  };
+  Sums sum(const std::vector<CostTerm>& terms) const;
 
  private:
   topo::HardwareProfile profile_;
@@ -182,6 +188,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   CostHints hints_;
   const KernelCoster* coster_;
   std::unique_ptr<ProfileKernelCoster> default_coster_;
+  std::vector<std::vector<KernelCoster::Cost>> kernel_costs_;  // per template, per cost-term list
   sim::HandlerId handler_;
   bool identity_placement_ = true;
   std::vector<RankState> ranks_;

@@ -115,6 +115,11 @@ uint32_t Program::add_peer_sizes(std::vector<double> bytes_to_each_member) {
   return static_cast<uint32_t>(peer_sizes_.size());
 }
 
+uint32_t Program::add_cost_terms(std::vector<CostTerm> terms) {
+  cost_terms_.push_back(std::move(terms));
+  return static_cast<uint32_t>(cost_terms_.size());
+}
+
 uint16_t JobProgram::add_category(std::string_view name) {
   for (size_t i = 0; i < categories.size(); ++i)
     if (categories[i] == name) return static_cast<uint16_t>(i);

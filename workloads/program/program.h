@@ -11,7 +11,9 @@
 // starts as soon as its dependencies are done and is never serialised behind other ops; it must
 // take no time (a marker or a memory op: a join point, as Chakra's dependency-only nodes).
 // Kinds:
-//   kernel      `flops` and HBM `bytes` of op class `op_class`, costed when issued (KernelCoster);
+//   kernel      `flops` and HBM `bytes` of op class `op_class`, or (with `index` > 0) the cost terms
+//               Program::cost_terms(index), costed by the executor from the hardware profile
+//               (KernelCoster), not by the producer;
 //   timed       a kernel already costed: `seconds` alone on an idle GPU, loading the SM pool with
 //               sm_load and HBM with hbm_load (fractions, topology/cluster_resources.h); a measured
 //               kernel is a timed op;
@@ -51,6 +53,17 @@ std::string_view op_kind_name(OpKind k);
 // Op classes of kernel ops, as the hardware profile distinguishes them (op.op_class).
 enum class KernelClass : uint8_t { kGemm, kAttention, kVector, kMemory };
 
+// One part of a kernel's cost, for kernels that fuse several model ops (a training segment): FLOPs
+// of one class, in up to two parts each slowed by its own wave-quantization factor (the fraction of
+// SMs busy over a GEMM's waves; 1 elsewhere), and HBM bytes. A KernelCoster turns each term into
+// its roofline time and sums them.
+struct CostTerm {
+  KernelClass cls = KernelClass::kVector;
+  double flops[2] = {0, 0};
+  double wave[2] = {1, 1};
+  double bytes = 0;
+};
+
 inline constexpr uint16_t kNoStream = 0xFFFF;
 inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
 
@@ -65,7 +78,7 @@ struct Op {  // 104 bytes; fields ordered for packing
   int32_t peer = 0;                   // send/recv: absolute rank, or offset along peer_axis
   uint32_t tag = 0;                   // send/recv
   uint32_t index = 0;                 // recv: its receive slot (set by finalize); all-to-all-v: its
-                                      // per-peer sizes (Program::peer_sizes), 0 for none
+                                      // per-peer sizes (peer_sizes); kernel: its cost terms; 0: none
   uint32_t name = 0;                  // index into the program's names
   uint32_t deps_begin = 0;
   uint32_t deps_count = 0;
@@ -105,6 +118,10 @@ class Program {
   // Stores per-peer byte counts for an all-to-all-v op; returns its `index` (>= 1).
   uint32_t add_peer_sizes(std::vector<double> bytes_to_each_member);
   const std::vector<double>& peer_sizes(uint32_t index) const { return peer_sizes_[index - 1]; }
+  // Stores the cost terms of a fused kernel op; returns its `index` (>= 1).
+  uint32_t add_cost_terms(std::vector<CostTerm> terms);
+  const std::vector<CostTerm>& cost_terms(uint32_t index) const { return cost_terms_[index - 1]; }
+  uint32_t num_cost_term_lists() const { return static_cast<uint32_t>(cost_terms_.size()); }
   // Computes stream positions and the receive index; call once when done. Throws sim::UserError
   // for an op on an undeclared stream.
   void finalize();
@@ -140,6 +157,7 @@ class Program {
   std::vector<uint32_t> free_ops_;
   sim::NameTable names_;
   std::vector<std::vector<double>> peer_sizes_;
+  std::vector<std::vector<CostTerm>> cost_terms_;
   std::unordered_map<uint32_t, uint32_t> recv_slot_of_op_;
   std::vector<uint32_t> recv_op_of_slot_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> recv_lists_;

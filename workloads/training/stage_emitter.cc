@@ -35,15 +35,15 @@ bool StageEmitter::has(Dim d) const {
   }
 }
 
-uint32_t StageEmitter::add_compute(const Cost& c, const std::string& name, TrainingCategory cat, int32_t mb,
-                                   int32_t layer) {
+uint32_t StageEmitter::add_compute(const Cost& c, const std::vector<CostTerm>& terms, const std::string& name,
+                                   TrainingCategory cat, int32_t mb, int32_t layer) {
   Op op;
-  op.kind = OpKind::kTimed;
+  op.kind = OpKind::kKernel;
   op.stream = kComputeStream;
   op.category = cat;
-  op.seconds = c.seconds;
-  op.sm_load = c.seconds > 0 ? c.sm_s / c.seconds : 0;
-  op.hbm_load = c.seconds > 0 ? c.hbm_s / c.seconds : 0;
+  auto [it, fresh] = term_index_.try_emplace(&terms, 0);
+  if (fresh) it->second = p_.add_cost_terms(terms);
+  op.index = it->second;
   op.model_flops = c.model_flops;
   op.name = p_.intern(name);
   op.micro_batch = mb;

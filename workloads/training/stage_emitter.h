@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "workloads/program/program.h"
@@ -53,8 +54,11 @@ class StageEmitter {
   // The dimension has more than one rank (its collectives do something).
   bool has(Dim d) const;
 
-  // A compute op waiting for the frontier (which it clears); returns its index.
-  uint32_t add_compute(const Cost& c, const std::string& name, TrainingCategory cat, int32_t mb, int32_t layer);
+  // A compute kernel waiting for the frontier (which it clears); returns its index. The executor
+  // costs it from `terms` and the hardware profile; `c` (the same evaluated by the builder) gives
+  // its model FLOPs. The terms are stored once per distinct list (recipes repeat per micro-batch).
+  uint32_t add_compute(const Cost& c, const std::vector<CostTerm>& terms, const std::string& name,
+                       TrainingCategory cat, int32_t mb, int32_t layer);
   // A collective along dimension d on its stream, after `deps`.
   uint32_t add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb, int32_t layer,
                           const std::vector<uint32_t>& deps);
@@ -74,6 +78,7 @@ class StageEmitter {
   Program p_;
   std::vector<uint32_t> frontier_;
   int64_t last_compute_ = -1;
+  std::unordered_map<const std::vector<CostTerm>*, uint32_t> term_index_;
 };
 
 }  // namespace wl

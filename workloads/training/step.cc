@@ -79,8 +79,11 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   RuntimeOptions ro;
   ro.step_overhead = res.profile().step_overhead;
   runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
+  // Compute kernels are costed by the executor from the cluster's profile at the job's precision.
+  coster_ = std::make_unique<ProfileKernelCoster>(res.profile(), job_.peak_flops(), job_.gpu.hbm_bandwidth_Bps);
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
+  eo.coster = coster_.get();
   exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
   res.simulation().add_pending_work(exec_.get());
 }

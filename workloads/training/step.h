@@ -84,6 +84,7 @@ class TrainingStep {
   StepResult result_;
   double model_flops_per_step_ = 0;
   std::unique_ptr<CollectiveRuntime> runtime_;
+  std::unique_ptr<ProfileKernelCoster> coster_;
   std::unique_ptr<ProgramExecutor> exec_;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/error.h"
+#include "workloads/program/executor.h"
 #include "workloads/training/data_parallel.h"
 #include "workloads/training/stage_emitter.h"
 
@@ -50,10 +51,13 @@ struct CommSpec {
   std::string name;
 };
 
-// A pass of a layer (or of the embedding/head) as alternating compute and communication.
+// A pass of a layer (or of the embedding/head) as alternating compute and communication. A
+// compute piece is one fused kernel: its cost terms (one per model op) are costed by the executor
+// from the hardware profile; `cost` is the same evaluated here (to drop empty pieces, and for MFU).
 struct Piece {
   bool comm = false;
   Cost cost;
+  std::vector<CostTerm> terms;
   CommSpec spec;
   std::string name;
 };
@@ -84,7 +88,7 @@ struct GemmShape {
 class Coster {
  public:
   Coster(const TrainingJob& j, int64_t micro_batch, int64_t seq_len, const ParallelShape& shape)
-      : job_(j), peak_(j.peak_flops()) {
+      : job_(j), profile_(j.profile, j.peak_flops(), j.gpu.hbm_bandwidth_Bps) {
     const ModelSpec& m = j.model;
     tokens_ = static_cast<double>(micro_batch * seq_len / shape.cp);
     double hd = static_cast<double>(m.effective_head_dim());
@@ -110,28 +114,34 @@ class Coster {
     return g;
   }
 
-  // Seconds of a GEMM's FLOPs for one pass part at the GEMM efficiency, wave quantization included:
-  // forward writes tokens x n; backward input gradient tokens x k; weight gradient k x n.
-  double gemm_seconds(const OpCost& o, PassPart part, double flops, double eff) const {
+  // A GEMM's FLOPs for one pass part as a cost term, wave quantization included: forward writes
+  // tokens x n; backward input gradient tokens x k; weight gradient k x n; a whole backward is half
+  // of each.
+  void gemm_term(const OpCost& o, PassPart part, double flops, CostTerm& t) const {
     GemmShape g = shape_of(o);
     uint32_t sms = job_.profile.gemm_wave_quantization ? job_.gpu.sm_count : 0;
-    double rate = peak_ * eff;
-    if (!g.known) return flops / rate;
+    t.flops[0] = flops;
+    if (!g.known) return;
     double fwd = wave_factor(g.tokens, g.n, sms);
     double dgrad = wave_factor(g.tokens, g.k, sms);
     double wgrad = wave_factor(g.k, g.n, sms);
     switch (part) {
       case PassPart::kFwd:
-      case PassPart::kRecompute: return flops / (rate * fwd);
-      case PassPart::kBwdInput: return flops / (rate * dgrad);
-      case PassPart::kBwdWeight: return flops / (rate * wgrad);
-      case PassPart::kBwd: return flops / 2 / (rate * dgrad) + flops / 2 / (rate * wgrad);
+      case PassPart::kRecompute: t.wave[0] = fwd; return;
+      case PassPart::kBwdInput: t.wave[0] = dgrad; return;
+      case PassPart::kBwdWeight: t.wave[0] = wgrad; return;
+      case PassPart::kBwd:
+        t.flops[0] = flops / 2;
+        t.wave[0] = dgrad;
+        t.flops[1] = flops / 2;
+        t.wave[1] = wgrad;
+        return;
     }
-    return flops / rate;
   }
 
-  Cost op(const OpCost& o, PassPart part) const {
-    double f = 0, b = 0, model = 0;
+  // The cost term of one model op in one pass part; `model` gets its model FLOPs (for MFU).
+  CostTerm term(const OpCost& o, PassPart part, double& model) const {
+    double f = 0, b = 0;
     switch (part) {
       case PassPart::kFwd: f = o.fwd_flops, b = o.fwd_bytes, model = o.fwd_flops; break;
       case PassPart::kRecompute: f = o.fwd_flops, b = o.fwd_bytes, model = 0; break;
@@ -146,30 +156,35 @@ class Coster {
     if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
         !job_.flash_attention && o.cls == OpClass::kAttention)
       f += o.fwd_flops;  // selective recompute re-runs the attention core (Korthikanti §5)
-    const topo::HardwareProfile& hw = job_.profile;
-    double eff = hw.vector_efficiency;
-    if (o.cls == OpClass::kGemm) eff = hw.gemm_efficiency;
-    if (o.cls == OpClass::kAttention) eff = hw.attention_efficiency;
+    CostTerm t;
+    t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
+            : o.cls == OpClass::kAttention ? KernelClass::kAttention
+                                           : KernelClass::kVector;
+    if (o.cls == OpClass::kGemm)
+      gemm_term(o, part, f, t);
+    else
+      t.flops[0] = f;
+    t.bytes = b;
+    return t;
+  }
+
+  // What the executor will charge for these terms on this job's hardware profile.
+  Cost evaluate(const std::vector<CostTerm>& terms, double model_flops) const {
+    ProfileKernelCoster::Sums s = profile_.sum(terms);
     Cost c;
-    c.sm_s = o.cls == OpClass::kGemm ? gemm_seconds(o, part, f, eff) : f / (peak_ * eff);
-    c.hbm_s = b / (job_.gpu.hbm_bandwidth_Bps * hw.memory_efficiency);
-    c.seconds = std::max(c.sm_s, c.hbm_s);
-    c.model_flops = model;
+    c.seconds = s.seconds;
+    c.sm_s = s.sm_s;
+    c.hbm_s = s.hbm_s;
+    c.model_flops = model_flops;
     return c;
   }
+  const ProfileKernelCoster& profile() const { return profile_; }
 
  private:
   const TrainingJob& job_;
-  double peak_;
+  ProfileKernelCoster profile_;
   double tokens_ = 0, h_ = 0, qkv_n_ = 0, attn_k_ = 0, ffn_ = 0, vocab_ = 0;
 };
-
-void add_cost(Cost& a, const Cost& b) {
-  a.seconds += b.seconds;
-  a.sm_s += b.sm_s;
-  a.hbm_s += b.hbm_s;
-  a.model_flops += b.model_flops;
-}
 
 CollectiveOp to_coll(CollectiveKind k) {
   switch (k) {
@@ -186,17 +201,22 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
                    const Coster& coster, const std::string& label, bool with_comm) {
   Recipe r;
   Piece cur;
+  double model_flops = 0;
   std::string first, last;
   auto flush = [&] {
+    cur.cost = coster.evaluate(cur.terms, model_flops);
     if (!cur.cost.empty()) {
       cur.name = label + " " + first + (last != first ? ".." + last : "");
       r.push_back(cur);
     }
     cur = Piece{};
+    model_flops = 0;
     first.clear();
   };
   for (const OpCost& o : ops) {
-    add_cost(cur.cost, coster.op(o, part));
+    double model = 0;
+    cur.terms.push_back(coster.term(o, part, model));
+    model_flops += model;
     if (first.empty()) first = o.name;
     last = o.name;
     if (!with_comm) continue;
@@ -305,7 +325,7 @@ class StageBuilder {
         e_.frontier().clear();
         e_.wait_for(c);
       } else {
-        uint32_t c = e_.add_compute(pc.cost, pc.name + suffix + StageEmitter::mb_suffix(mb), cat, mb, layer);
+        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name + suffix + StageEmitter::mb_suffix(mb), cat, mb, layer);
         if (first < 0) first = c;
       }
     }
@@ -401,8 +421,11 @@ class StageBuilder {
     double params = 0;
     for (int32_t c = 0; c < params_.virtual_stages; ++c) params += split_.chunk(global(c));
     double shard = dp_->optimizer_share(params);
+    optimizer_terms_.assign(1, CostTerm{});
+    optimizer_terms_[0].cls = KernelClass::kMemory;
+    optimizer_terms_[0].bytes = shard * job_.optimizer_bytes_per_param;
     Cost c;
-    c.hbm_s = shard * job_.optimizer_bytes_per_param / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
+    c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
     c.seconds = c.hbm_s;
     const Program& p = e_.program();
     for (uint16_t s : {kDpStream, kDpOuterStream}) {
@@ -412,7 +435,7 @@ class StageBuilder {
           break;
         }
     }
-    e_.add_compute(c, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
+    e_.add_compute(c, optimizer_terms_, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
   }
 
   const TrainingJob& job_;
@@ -427,6 +450,7 @@ class StageBuilder {
   std::unique_ptr<DataParallelPolicy> dp_;
   std::vector<PipelineWork> order_;
   std::vector<int32_t> last_grad_mb_;
+  std::vector<CostTerm> optimizer_terms_;
 };
 
 }  // namespace
