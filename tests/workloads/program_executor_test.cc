@@ -533,3 +533,38 @@ TEST(ProgramExecutor, KernelOpsAreCostedWhenIssuedFromTheHardwareProfile) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(ProgramExecutor, EveryMemberThatRanAheadJoinsTheNextCollective) {
+  // Three members, two collectives X then Y of 3 MB on one communicator, X on stream 0 and Y on
+  // stream 1 (Y after X on the late rank 2, which first computes 1 ms). Ranks 0 and 1 issue both
+  // at once, so their Ys wait (parked) until X starts at 1 ms; both must then join Y. Each ring
+  // all-reduce on 3 ranks takes 4 x (1 us + 1 MB / 1 GB/s) = 4.004 ms: X ends at 5.004 ms and Y
+  // at 9.008 ms.
+  std::vector<Program> ps(3);
+  for (size_t r = 0; r < 3; ++r) {
+    ps[r].add_stream("s0");
+    ps[r].add_stream("s1");
+  }
+  for (size_t r = 0; r < 2; ++r) {
+    ps[r].add(collective(0, CollectiveOp::kAllReduce, 3e6, 0));
+    ps[r].add(collective(0, CollectiveOp::kAllReduce, 3e6, 1));
+  }
+  uint32_t c = ps[2].add(timed(1e-3));
+  uint32_t x = ps[2].add(collective(0, CollectiveOp::kAllReduce, 3e6, 0), {c});
+  ps[2].add(collective(0, CollectiveOp::kAllReduce, 3e6, 1), {x});
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "world";
+  comm.members = {0, 1, 2};
+  comm.algorithm = Algorithm::kRing;
+  jp.add_comm(comm);
+  auto o = run(jp, 3);
+  ASSERT_TRUE(o.finished) << o.report << o.error;
+  EXPECT_NEAR(static_cast<double>(o.end_ns), 9'008'000.0, 8.0);
+}
+
+}  // namespace
+}  // namespace wl

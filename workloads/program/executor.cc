@@ -126,6 +126,48 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   traced_.assign(n, 0);
   for (uint32_t r : opt.trace_ranks)
     if (r < n) traced_[r] = 1;
+  // Generated communicators and relative peers address ranks through the layout: it must span
+  // exactly the job's ranks.
+  bool uses_layout = false;
+  for (const Communicator& cm : job_.comms) uses_layout = uses_layout || cm.generated;
+  for (const Program& p : job_.templates) uses_layout = uses_layout || !p.relative_recv_peers().empty();
+  if (uses_layout && job_.layout.world() != n)
+    throw sim::UserError("the job's layout spans " + std::to_string(job_.layout.world()) + " ranks but it has " +
+                         std::to_string(n));
+  // Plans are shared by the groups of a communicator when every group's members sit alike on
+  // their nodes (same node offsets and local GPU indices, relative to the group's first member).
+  uniform_comm_.assign(job_.comms.size(), 0);
+  {
+    const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
+    std::vector<uint32_t> members;
+    for (size_t c = 0; c < job_.comms.size(); ++c) {
+      const Communicator& cm = job_.comms[c];
+      if (!cm.generated || shape_.torus) continue;  // explicit: one group; torus: per group
+      const uint32_t size = static_cast<uint32_t>(job_.layout.size(cm.axis));
+      if (size <= 1) continue;
+      std::vector<int64_t> first_sig;
+      bool uniform = true;
+      std::vector<uint8_t> seen(n / size, 0);
+      for (uint32_t r = 0; r < n && uniform; ++r) {
+        const uint32_t g = job_.layout.group_id(r, cm.axis);
+        if (seen[g]) continue;
+        seen[g] = 1;
+        job_.layout.members(r, cm.axis, members);
+        std::vector<int64_t> sig;
+        const int64_t node0 = job_.gpu_of(members[0]) / gpn;
+        for (uint32_t m : members) {
+          const uint32_t gpu = job_.gpu_of(m);
+          sig.push_back(static_cast<int64_t>(gpu / gpn) - node0);
+          sig.push_back(gpu % gpn);
+        }
+        if (first_sig.empty())
+          first_sig = std::move(sig);
+        else if (sig != first_sig)
+          uniform = false;
+      }
+      uniform_comm_[c] = uniform ? 1 : 0;
+    }
+  }
   check_algorithms();
 }
 
@@ -142,20 +184,31 @@ void ProgramExecutor::check_algorithms() const {
     if (first_rank[t] == n) continue;  // a template no rank runs
     for (const Op& op : job_.templates[t].ops()) {
       if (op.kind != OpKind::kCollective || op.comm >= job_.comms.size()) continue;
+      if (op.coll == CollectiveOp::kAllToAll && op.index != 0) continue;  // all-to-all-v: always direct
       const Communicator& cm = job_.comms[op.comm];
       if (cm.algorithm == Algorithm::kAuto) continue;
       uint32_t inst = 0, size = 0;
       if (!group_of(first_rank[t], op.comm, inst, size) || size <= 1) continue;
       if (!checked.emplace(op.comm, op.coll).second) continue;
-      CollectiveRequest req;
-      req.op = op.coll;
-      req.algorithm = cm.algorithm;
-      members_of(op.comm, first_rank[t], members);
-      for (uint32_t m : members) req.group.push_back(job_.gpu_of(m));
-      req.bytes = op.bytes;
-      const std::string problem = collective_problem(req, shape_);
-      if (problem.empty()) continue;
-      throw sim::ConfigError(cm.algorithm_at.empty() ? problem : cm.algorithm_at + ": " + problem);
+      // One group stands for all when they sit alike; otherwise every group is checked.
+      std::vector<uint32_t> reps{first_rank[t]};
+      if (cm.generated && !uniform_comm_[op.comm]) {
+        reps.clear();
+        std::vector<uint8_t> seen(n / size, 0);
+        for (uint32_t r = 0; r < n; ++r)
+          if (!seen[job_.layout.group_id(r, cm.axis)]++) reps.push_back(r);
+      }
+      for (uint32_t rep : reps) {
+        CollectiveRequest req;
+        req.op = op.coll;
+        req.algorithm = cm.algorithm;
+        members_of(op.comm, rep, members);
+        for (uint32_t m : members) req.group.push_back(job_.gpu_of(m));
+        req.bytes = op.bytes;
+        const std::string problem = collective_problem(req, shape_);
+        if (problem.empty()) continue;
+        throw sim::ConfigError(cm.algorithm_at.empty() ? problem : cm.algorithm_at + ": " + problem);
+      }
     }
   }
 }
@@ -203,8 +256,7 @@ void ProgramExecutor::start() {
         delays_.emplace_back();
       }
       delays_[d] = Delay{r, kNoStream, sim_.schedule_after(offset, handler_, d)};
-      ranks_[r].free_since = step_start_ + offset;
-      continue;
+      continue;  // the offset counts as idle time
     }
     pump(r);
   }
@@ -320,6 +372,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
     case OpKind::kKernel: {
       const uint32_t gpu = job_.gpu_of(rank);
       if (res_.gpu_failed(gpu)) {
+        st.busy = 0;  // never issued: running_ holds an older kernel's id
         kill_rank(rank);  // its GPU is down: the rank cannot run anything
         return;
       }
@@ -361,7 +414,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
   }
 }
 
-bool ProgramExecutor::group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const {
+inline bool ProgramExecutor::group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const {
   const Communicator& cm = job_.comms[c];
   if (cm.generated) {
     size = static_cast<uint32_t>(job_.layout.size(cm.axis));
@@ -428,11 +481,10 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     g.bytes = op.bytes;
     g.stream = s;
     g.mixed = false;
+    g.v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
   } else {
-    const Op& first = program_of(g.first_rank).op(g.first_op);
     const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
-    const bool first_v = first.index != 0 && first.coll == CollectiveOp::kAllToAll;
-    if (op.coll != g.op || v != first_v || (!v && op.bytes != g.bytes)) {
+    if (op.coll != g.op || v != g.v || (!v && op.bytes != g.bytes)) {
       const Program& fp = program_of(g.first_rank);
       fail("collective mismatch on communicator '" + job_.comms[op.comm].name + "' (call " + std::to_string(g.seq) +
            "): rank " + std::to_string(g.first_rank) + " runs " + describe_op(g.first_rank, fp.op(g.first_op)) +
@@ -487,18 +539,25 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   }
   g.arrived = 0;
   g.seq = (g.seq + 1) & 0x7FFFFFFFu;
-  const CollectivePlan& plan = v ? *coll_flights_[f].own_plan : plan_for(op.comm, inst, op.coll, op.bytes, rank);
+  const CollectivePlan* planp = v ? coll_flights_[f].own_plan.get() : plan_for(op.comm, inst, op.coll, op.bytes, rank);
+  if (!planp) return;  // fail() said why
+  const CollectivePlan& plan = *planp;
   members_of(op.comm, rank, scratch_members_);
   scratch_gpus_.clear();
   for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
   runtime_.start(plan, scratch_gpus_, this, f, true);
-  // Members that ran ahead to the group's next collective now take their turn.
-  for (size_t i = 0; i < parked_.size(); ++i) {
+  // Members that ran ahead to the group's next collective now take their turn, every one of them
+  // (until that collective starts in turn: the arrive() that starts it releases the next ones).
+  const uint32_t next_seq = g.seq;
+  for (size_t i = 0; i < parked_.size();) {
     Parked pk = parked_[i];
-    if (pk.instance != inst || ss(pk.rank, pk.stream).seq != g.seq) continue;
+    if (pk.instance != inst || ss(pk.rank, pk.stream).seq != next_seq || ranks_[pk.rank].dead) {
+      ++i;
+      continue;
+    }
     parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(i));
     arrive(inst, size, pk.rank, pk.stream, program_of(pk.rank).op(pk.op_index), pk.op_index);
-    return;  // arrive() rescans the rest
+    if (gather_[inst].seq != next_seq || stopped_) return;
   }
 }
 
@@ -781,9 +840,12 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
       const Op& op = p.op(list[st.next]);
       out += "  rank " + std::to_string(r) + " " + p.stream_name(s) + ": '" + p.name(op.name) + "' ";
       if (st.busy) {
-        if (op.kind == OpKind::kCollective && op.comm < job_.comms.size()) {
-          uint32_t inst = 0, size = 0;
-          group_of(r, op.comm, inst, size);
+        uint32_t inst = 0, size = 0;
+        if (op.kind == OpKind::kCollective && op.comm < job_.comms.size() && group_of(r, op.comm, inst, size) &&
+            size > 1 && gather_[inst].seq != st.seq) {
+          out += "is in its " + job_.comms[op.comm].name +
+                 " group's collective, which started and cannot finish (a member's GPU or link is down?)";
+        } else if (op.kind == OpKind::kCollective && op.comm < job_.comms.size()) {
           std::vector<uint32_t> members;
           members_of(op.comm, r, members);
           std::string missing;
@@ -795,7 +857,7 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
             }
             if (listed++ < 4)
               missing += std::string(missing.empty() ? "" : ", ") + "rank " + std::to_string(m) +
-                         (ranks_[m].dead ? " (dead)" : "");
+                         (ranks_[m].dead ? " (dead)" : res_.gpu_failed(job_.gpu_of(m)) ? " (its GPU failed)" : "");
           }
           if (listed > 4) missing += ", ...";
           out += "waits for its " + job_.comms[op.comm].name + " group (" + std::to_string(arrived) + " of " +
@@ -817,15 +879,15 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
   }
 }
 
-const CollectivePlan& ProgramExecutor::plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes,
+const CollectivePlan* ProgramExecutor::plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes,
                                                 uint32_t any_member) {
-  // Every group of a generated communicator has the same shape while placement is the identity,
-  // so one plan serves them all; otherwise each group gets its own.
+  // The groups of a generated communicator whose members sit alike on their nodes (checked at
+  // construction) share one plan; otherwise each group gets its own.
   const Communicator& cm = job_.comms[c];
-  const uint32_t key_instance = cm.generated && identity_placement_ ? 0 : instance;
+  const uint32_t key_instance = uniform_comm_[c] ? 0 : instance;
   auto key = std::make_tuple(c, key_instance, static_cast<uint8_t>(op), bytes);
   auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
+  if (it != plans_.end()) return it->second.get();
   // Lower on this group's GPUs, then rewrite GPU ids as positions in the member list.
   CollectiveRequest req;
   req.op = op;
@@ -837,14 +899,24 @@ const CollectivePlan& ProgramExecutor::plan_for(uint32_t c, uint32_t instance, C
     position[req.group.back()] = i;
   }
   req.bytes = bytes;
-  auto plan = std::make_unique<CollectivePlan>(lower_collective(req, shape_, hints_));
+  if (position.size() != req.group.size()) {
+    fail("communicator '" + cm.name + "' places two of its members on one GPU; a collective needs distinct GPUs");
+    return nullptr;
+  }
+  std::unique_ptr<CollectivePlan> plan;
+  try {
+    plan = std::make_unique<CollectivePlan>(lower_collective(req, shape_, hints_));
+  } catch (const sim::UserError& e) {
+    fail("communicator '" + cm.name + "': " + e.what());
+    return nullptr;
+  }
   for (auto& ph : plan->phases)
     for (auto& tr : ph.transfers)
       for (auto& [a, b] : tr.hops) {
         a = position.at(a);
         b = position.at(b);
       }
-  return *(plans_[key] = std::move(plan));
+  return (plans_[key] = std::move(plan)).get();
 }
 
 const CollectivePlan& ProgramExecutor::send_plan(double bytes) {

@@ -135,6 +135,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint16_t stream = 0;
     CollectiveOp op = CollectiveOp::kAllReduce;
     bool mixed = false;  // members wait on different streams
+    bool v = false;      // an all-to-all-v (members' sizes differ by design)
   };
   struct CollFlight {
     uint32_t comm = 0, instance = 0, seq = 0, any_member = 0;
@@ -173,7 +174,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   bool group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const;
   void members_of(uint32_t c, uint32_t any_member, std::vector<uint32_t>& out) const;
   uint32_t& seq_of(uint32_t rank, uint32_t c);
-  const CollectivePlan& plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes, uint32_t any_member);
+  const CollectivePlan* plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes, uint32_t any_member);
   const CollectivePlan& send_plan(double bytes);
   void check_algorithms() const;
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
@@ -191,6 +192,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<std::vector<KernelCoster::Cost>> kernel_costs_;  // per template, per cost-term list
   sim::HandlerId handler_;
   bool identity_placement_ = true;
+  std::vector<uint8_t> uniform_comm_;  // per comm: its groups share plans (generated, members alike)
   std::vector<RankState> ranks_;
   std::vector<StreamState> streams_;
   std::vector<sim::ActivityId> running_;  // per (rank, stream), like streams_: the kernel while it runs
