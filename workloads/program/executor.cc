@@ -135,11 +135,14 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     throw sim::UserError("the job's layout spans " + std::to_string(job_.layout.world()) + " ranks but it has " +
                          std::to_string(n));
   // Plans are shared by the groups of a communicator when every group's members sit alike on
-  // their nodes (same node offsets and local GPU indices, relative to the group's first member).
+  // their nodes: the same node offsets from the group's first member and, on each node, the same
+  // number of members in the same order (lowering groups members by node; which GPUs of a node
+  // they are does not change a plan written in member positions).
   uniform_comm_.assign(job_.comms.size(), 0);
   {
     const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
     std::vector<uint32_t> members;
+    std::unordered_map<int64_t, int64_t> per_node;
     for (size_t c = 0; c < job_.comms.size(); ++c) {
       const Communicator& cm = job_.comms[c];
       if (!cm.generated || shape_.torus) continue;  // explicit: one group; torus: per group
@@ -154,11 +157,12 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
         seen[g] = 1;
         job_.layout.members(r, cm.axis, members);
         std::vector<int64_t> sig;
+        per_node.clear();
         const int64_t node0 = job_.gpu_of(members[0]) / gpn;
         for (uint32_t m : members) {
-          const uint32_t gpu = job_.gpu_of(m);
-          sig.push_back(static_cast<int64_t>(gpu / gpn) - node0);
-          sig.push_back(gpu % gpn);
+          const int64_t node = static_cast<int64_t>(job_.gpu_of(m) / gpn) - node0;
+          sig.push_back(node);
+          sig.push_back(per_node[node]++);  // its place among the group's members on that node
         }
         if (first_sig.empty())
           first_sig = std::move(sig);
