@@ -67,6 +67,8 @@ class Simulation {
   void cancel(EventId id);
 
   void add_pending_work(PendingWork* w) { pending_.push_back(w); }
+  // For an object that goes away before the simulation does (not called per event).
+  void remove_pending_work(PendingWork* w) { std::erase(pending_, w); }
 
   FluidModel& fluid() { return *fluid_; }
   ObserverBus& observers() { return observers_; }

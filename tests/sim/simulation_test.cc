@@ -68,6 +68,19 @@ TEST(Simulation, DrainedQueueWithPendingWorkIsADeadlock) {
   EXPECT_NE(r.deadlock_report.find("rank 3 all-reduce waits on rank 5"), std::string::npos);
 }
 
+TEST(Simulation, RemovedPendingWorkIsNoLongerAsked) {
+  // A workload that goes away before its simulation (a finished step) takes its pending work
+  // with it: the next run of an empty queue is no deadlock, and nothing reads the gone object.
+  Simulation s(1);
+  {
+    Waiter w;
+    s.add_pending_work(&w);
+    EXPECT_TRUE(s.run().deadlocked);
+    s.remove_pending_work(&w);
+  }
+  EXPECT_FALSE(s.run().deadlocked);
+}
+
 TEST(Simulation, TwoSimulationsAreIndependent) {
   Simulation a(1), b(2);
   Log la(a), lb(b);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/error.h"
+
 #include "sim/units.h"
 #include "workloads/collectives/benchmark.h"
 #include "workloads/job/format.h"
@@ -84,6 +86,7 @@ class CollectivesJob : public Job {
     bench_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
+    SIM_ASSERT(bench_ != nullptr, "Job::finish() before start()");
     auto results = bench_->finish(run);
     return std::make_unique<CollectivesResult>(cfg_, std::move(results), bench_->problem());
   }

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/error.h"
+
 #include "workloads/diloco/diloco.h"
 #include "workloads/job/format.h"
 #include "workloads/job/kinds.h"
@@ -90,7 +92,9 @@ class DilocoJob : public Job {
     step_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
+    SIM_ASSERT(step_ != nullptr, "Job::finish() before start()");
     StepResult island = step_->finish(run);
+    step_.reset();  // while the simulation and resources still live (it unregisters from them)
     if (island.outcome != StepOutcome::kCompleted) return std::make_unique<TrainingResult>(ds_.island, island);
     return std::make_unique<DilocoJobResult>(ds_, diloco_after_island_step(ds_, std::move(island), seed_));
   }

@@ -47,6 +47,8 @@ class Job {
   // Sets the work up on res's simulation (nothing runs until the caller runs the simulation).
   virtual void start(topo::ClusterResources& res, const JobContext& ctx) = 0;
   // After the simulation ran: the result (a kind may run further simulations of its own here).
+  // Releases what start() set up on the simulation, so call it while the simulation and the
+  // resources given to start() still live.
   virtual std::unique_ptr<JobResult> finish(const sim::RunResult& run) = 0;
 };
 

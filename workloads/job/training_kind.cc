@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/error.h"
+
 #include "sim/units.h"
 #include "workloads/job/format.h"
 
@@ -31,7 +33,10 @@ class TrainingJobImpl : public Job {
     step_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
-    return std::make_unique<TrainingResult>(ts_, step_->finish(run));
+    SIM_ASSERT(step_ != nullptr, "Job::finish() before start()");
+    auto result = std::make_unique<TrainingResult>(ts_, step_->finish(run));
+    step_.reset();  // while the simulation and resources still live (it unregisters from them)
+    return result;
   }
 
  private:

@@ -30,6 +30,10 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   const uint32_t n = job_.world();
   SIM_ASSERT(job_.gpu_of_rank.empty() || job_.gpu_of_rank.size() == n, "one GPU per rank");
   SIM_ASSERT(job_.start_offset.empty() || job_.start_offset.size() == n, "one start offset per rank");
+  for (uint32_t r = 0; r < job_.start_offset.size(); ++r)
+    if (job_.start_offset[r] < sim::Time::zero())
+      throw sim::UserError("rank " + std::to_string(r) + " has a negative start offset (" +
+                           std::to_string(job_.start_offset[r].count_ns()) + " ns)");
   for (uint32_t t : job_.template_of_rank)
     if (t >= job_.templates.size()) throw sim::UserError("a rank runs template " + std::to_string(t) + " of " +
                                                          std::to_string(job_.templates.size()));

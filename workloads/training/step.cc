@@ -88,7 +88,9 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   res.simulation().add_pending_work(exec_.get());
 }
 
-TrainingStep::~TrainingStep() = default;
+TrainingStep::~TrainingStep() {
+  if (exec_) res_.simulation().remove_pending_work(exec_.get());  // the simulation may outlive the step
+}
 
 void TrainingStep::start() { exec_->start(); }
 

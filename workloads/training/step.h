@@ -71,6 +71,8 @@ class TrainingStep {
  public:
   TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks);
   ~TrainingStep();
+  TrainingStep(const TrainingStep&) = delete;  // the executor refers to the step's program
+  TrainingStep& operator=(const TrainingStep&) = delete;
   void start();
   StepResult finish(const sim::RunResult& run);
   ProgramExecutor& executor() { return *exec_; }
