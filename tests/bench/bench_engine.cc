@@ -50,7 +50,7 @@ constexpr size_t kIncMask = (size_t{1} << 20) - 1;
 // ---------------------------------------------------------------------------------------------
 // Section 1: event queue, hold model.
 // N events pending; each iteration pops the minimum and pushes one at its time + Exp(1) * N us
-// (the increments of ../../shared/reference/perf-bench/pq2.cc, here integer ns). The reported
+// (the classic hold model's exponential increments, here integer ns). The reported
 // time per iteration is ns per push+pop pair. The queue is warmed up with N holds first so the
 // measurement sees the steady state, not the prefill's shape. Goal (issue): <= 60 ns at 10^6 for
 // kDefaultQueue. "Iface" variants call through EventQueue* as the engine does; the others use

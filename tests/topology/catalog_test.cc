@@ -1,4 +1,4 @@
-// Catalog values against the datasheet table in published-results.md §6.1.
+// Catalog values against the vendors' datasheets (NVIDIA A100/H100/H200/B200, Cloud TPU v4/v5p docs).
 #include "topology/catalog.h"
 
 #include <gtest/gtest.h>

@@ -306,7 +306,7 @@ TEST(DiLoCoSync, DoubleBinaryTreeMovesSameTotalAndIsBalanced) {
 
 TEST(DiLoCoPublished, Table6Llama405BRowAtNinetyPercent) {
   // arXiv 2503.09799 Table 6: Llama 3 405B, 26 s step, DiLoCo H = 100 reaches 90% compute
-  // utilisation at 16.0 Gbit/s (published-results.md 3.2). Our model: blocking ring across M
+  // utilisation at 16.0 Gbit/s (Charles et al., arXiv 2503.09799). Our model: blocking ring across M
   // islands, utilisation = H T / (H T + 2(M-1)(lat + N b / (M W))). With N = count_params of our
   // llama3-405b preset (405.8e9 -- 405B), bf16 (b = 2), M = 2, lat = 10 ms (their "low" network):
   // sync budget = 100 x 26 x (1 - 0.9) / 0.9 = 288.89 s; minus 2 x 0.01 s of latency = 288.87 s;

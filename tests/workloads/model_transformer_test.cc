@@ -76,7 +76,7 @@ TEST(ModelPresets, InvalidShapesThrow) {
 // 8B:   218,112,000 * 32 + 1,050,673,152 + 4,096  =   8,030,261,248
 // 70B:  855,654,400 * 80 + 2,101,346,304 + 8,192  =  70,553,706,496
 // 405B: 3,187,703,808 * 126 + 4,202,692,608 + 16,384 = 405,853,388,800
-// Published: model cards "8.03B", "70.6B"; published-results.md §1.1 derives ≈405.8B from
+// Published: model cards "8.03B", "70.6B"; Llama 3 (arXiv 2407.21783) Table 3's architecture gives ≈405.8B from
 // Table 3 with untied embeddings.
 TEST(ModelParams, Llama3MatchesHandCountAndModelCards) {
   struct Row { const char* name; int64_t per_layer, total; double published; };
@@ -354,7 +354,7 @@ TEST(ModelFlops, OpSumsMatchPalmOnLlama3) {
               6.0 * 403752042496.0 + 12.0 * 126 * 128 * 128 * 8192, 1.0);
 }
 
-// Eq. 3 against the published-results.md §1.2 derived iteration time of the 1T row: 3,072 GPUs at
+// Eq. 3 against the iteration time implied by Megatron SC'21 Table 1's 1T row: 3,072 GPUs at
 // 163 TF/GPU, B = 3072, s = 2048, l = 128, h = 25,600, V = 51,200 -> 102.6 s.
 TEST(ModelFlops, MegatronEq3ReproducesTable1IterationTime) {
   const double f = megatron_flops_per_iteration(3072, 2048, 128, 25600, 51200);

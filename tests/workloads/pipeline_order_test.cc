@@ -1,7 +1,7 @@
 // Tests of workloads/schedules/pipeline_order.h: per-rank orders of GPipe, 1F1B, interleaved
 // 1F1B and ZB-H1, and the reference list scheduler. Every expected order and makespan is worked
 // out by hand in the comment next to it or taken from the published bubble formula
-// (shared/reference/published-results.md §2.1).
+// (Narayanan et al. SC'21 §2.2; Qi et al., arXiv 2401.10241).
 #include "workloads/schedules/pipeline_order.h"
 
 #include <gtest/gtest.h>

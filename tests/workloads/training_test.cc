@@ -82,7 +82,7 @@ struct BubbleCase {
 
 TEST(TrainingPipeline, BubbleFractionMatchesClosedForms) {
   // Equal stages, free communication: GPipe and 1F1B idle (p-1)/(m+p-1) of the step, interleaved
-  // (p-1)/(v m + p - 1) (Narayanan et al. SC'21 §2.2; published-results.md 2.1), within 0.5%.
+  // (p-1)/(v m + p - 1) (Narayanan et al. SC'21 §2.2; Llama 3, arXiv 2407.21783 §3.3.2), within 0.5%.
   for (BubbleCase c : {BubbleCase{PipelineSchedule::kGPipe, 4, 8, 1}, BubbleCase{PipelineSchedule::kOneFOneB, 4, 8, 1},
                        BubbleCase{PipelineSchedule::kOneFOneB, 8, 16, 1},
                        BubbleCase{PipelineSchedule::kInterleaved1F1B, 4, 8, 2},
@@ -101,7 +101,7 @@ TEST(TrainingPipeline, BubbleFractionMatchesClosedForms) {
 
 TEST(TrainingPipeline, ActivationsInFlightOnTheFirstStage) {
   // 1F1B keeps at most p micro-batches of activations on stage 0, GPipe all m
-  // (published-results.md 2.1). With one chunk per stage a chunk-forward is a micro-batch.
+  // (Narayanan et al. SC'21 §2.2; Korthikanti et al., arXiv 2205.05198). With one chunk per stage a chunk-forward is a micro-batch.
   auto one = build_training(pipeline_job(PipelineSchedule::kOneFOneB, 4, 16, 1));
   EXPECT_EQ(one.memory[0].in_flight_chunks, 4);
   EXPECT_EQ(one.memory[3].in_flight_chunks, 1);  // the last stage runs F then B at once

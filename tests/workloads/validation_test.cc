@@ -1,7 +1,7 @@
 // Validation against published training throughput (workloads/validation/): every reference row
 // of Megatron-LM SC'21 Table 1 (Narayanan et al., arXiv 2104.04473) and Llama 3 Table 4 (arXiv
 // 2407.21783) must be predicted within 15 % of the published TF/GPU. The published numbers are
-// the independent reference (transcribed in /work/shared/reference/published-results.md 1.1 and
+// the independent reference (Llama 3, arXiv 2407.21783 Table 4, and
 // 1.2); nothing here is fitted to them.
 #include <gtest/gtest.h>
 
@@ -63,7 +63,7 @@ TEST(ValidationPublished, MegatronOneTrillionIterationFlopsAndTime) {
   EXPECT_NEAR(by_hand, 5.139e19, 0.001e19);
   const auto& row = row_named("megatron-1t");
   EXPECT_DOUBLE_EQ(published_convention_flops_per_step(row), by_hand);
-  // published-results.md 1.2 derives 102.6 s per iteration: F / (3,072 GPUs x 163 TF).
+  // Megatron SC'21 Table 1 implies 102.6 s per iteration: F / (3,072 GPUs x 163 TF).
   EXPECT_NEAR(by_hand / (3072 * 163e12), 102.6, 0.05);
 }
 
@@ -72,7 +72,7 @@ TEST(ValidationPublished, Llama3StepTimeFromPublishedThroughput) {
   // N = 405.85e9 - 128,256 x 16,384 (input embedding) = 403.75e9 -> 6N = 2.4225e12;
   // 6 x 126 x 128 x 128 x 8192 = 1.0147e11; sum 2.5240e12 per token x 2048 x 8192 tokens
   // = 4.2345e19 per step. 16,384 GPUs at 400 TF -> 6.46 s; 8,192 at 430 TF -> 12.02 s
-  // (published-results.md 1.1 derives 6.7 s and 12.6 s with the full attention term, about 4%
+  // (Llama 3 Table 4's TF/GPU imply 6.7 s and 12.6 s with the full attention term, about 4%
   // more, as it notes).
   const auto& r16 = row_named("llama3-405b-16k-gpus");
   const auto& r8 = row_named("llama3-405b-8k-gpus");
@@ -165,7 +165,7 @@ TEST(ValidationAllRows, EveryRowWithinFifteenPercentOfPublished) {
            "diff and say why in the commit message";
     ASSERT_TRUE(r.failure.empty()) << r.failure;
     // Coarse range first, independent of the tolerance: within a factor of 1.5 of the iteration
-    // time implied by the published TF/GPU (published-results.md 1.2 lists them for Megatron,
+    // time implied by the published TF/GPU (Megatron SC'21 Table 1 implies them,
     // e.g. 3.53 s for 1.7B and 102.6 s for 1T; 1.1 gives about 6.7 s and 12.6 s for Llama 3).
     double published_s =
         published_convention_flops_per_step(r.row) / (static_cast<double>(r.row.gpus) * r.row.tflops_per_gpu * 1e12);

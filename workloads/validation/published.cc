@@ -8,9 +8,9 @@ namespace {
 
 constexpr std::string_view kMegatronCite =
     "Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, "
-    "SC'21, arXiv 2104.04473, Table 1 (published-results.md 1.2)";
+    "SC'21, arXiv 2104.04473, Table 1";
 constexpr std::string_view kLlama3Cite =
-    "Llama Team, The Llama 3 Herd of Models, arXiv 2407.21783, Table 4 (published-results.md 1.1)";
+    "Llama Team, The Llama 3 Herd of Models, arXiv 2407.21783, Table 4";
 
 // Megatron SC'21 Table 1: every row trains GPT with sequence 2,048 and vocabulary 51,200 on
 // DGX A100 80 GB nodes. Columns printed: params, heads, hidden, layers (the presets), TP, PP,

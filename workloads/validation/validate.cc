@@ -22,7 +22,7 @@ namespace wl {
 
 namespace {
 
-// ---- Megatron-LM SC'21 (arXiv 2104.04473 §5, published-results.md 1.2) ----
+// ---- Megatron-LM SC'21 (arXiv 2104.04473 §5, Table 1) ----
 // Selene: DGX A100 80 GB nodes, 8 GPUs per node on NVSwitch, 8 x 200 Gb/s HDR InfiniBand per node
 // (one NIC per GPU) in a non-blocking fat-tree.
 constexpr const char* kHdrNic = "200Gbps";  // 200 Gb/s HDR per GPU, per direction
@@ -31,7 +31,7 @@ constexpr const char* kHdrNic = "200Gbps";  // 200 Gb/s HDR per GPU, per directi
 // group size only changes which pairs take one more switch hop.
 constexpr uint32_t kSeleneNodesPerLeaf = 20;
 
-// ---- Llama 3 (arXiv 2407.21783 §3.3.1, published-results.md 1.1 and 6.2) ----
+// ---- Llama 3 (arXiv 2407.21783 §3.3.1-3.3.2, Table 4) ----
 // H100 80 GB, 8 per server, 2 servers per rack under one ToR, 192 racks per 3,072-GPU pod with full
 // bisection, 8 pods under aggregation switches at 1:7 oversubscription, 400 Gb/s per GPU. Same
 // cluster as workloads/scenarios/llama3-405b-16k-h100.yaml.
@@ -43,7 +43,7 @@ constexpr double kLlama3AggregationOversubscription = 7;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Megatron Table 1 ran with the interleaved schedule (published-results.md 1.2: "interleaved
+// Megatron Table 1 ran with the interleaved schedule (arXiv 2104.04473 §5: "interleaved
 // schedule + scatter/gather + fused kernels"); the paper does not print v per row. Rule: v = 2 when
 // layers/pp is an even number >= 2 (each of the two chunks gets a whole number of layers), else
 // plain 1F1B (v = 1). pp == 1 has no pipeline at all.
@@ -88,7 +88,7 @@ std::string megatron_yaml(const PublishedRow& row, std::string& description, boo
   y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
   // Table 1 does not print the micro-batch size: 1 for every row (stated in the output). Mixed
   // precision: A100 FP16 and BF16 tensor peaks are both 312 TF. Full activation recompute
-  // (published-results.md 1.2; Eq. 3 counts it). 2021 Megatron: fused scale-mask-softmax kernels
+  // (arXiv 2104.04473 §5; Eq. 3 counts it). 2021 Megatron: fused scale-mask-softmax kernels
   // but no FlashAttention (Dao et al. 2022), so the score matrix goes through HBM.
   y += "  training: {seq_len: " + std::to_string(row.seq_len) + ", global_batch: " + std::to_string(row.global_batch) +
        ", micro_batch: 1, precision: bf16, recompute: full, flash_attention: false}\n";
