@@ -16,6 +16,19 @@ constexpr uint64_t kSendTag = uint64_t{1} << 63;
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 // Kernel activity tags: rank << 16 | stream.
 uint64_t kernel_tag(uint32_t rank, uint16_t s) { return (uint64_t{rank} << 16) | s; }
+
+// A slot of a pool: a freed one if any, else a new one at the end (no allocation once the pool
+// has grown to the peak number in flight).
+template <class T>
+uint32_t take_slot(std::vector<T>& pool, std::vector<uint32_t>& free_slots) {
+  if (!free_slots.empty()) {
+    const uint32_t i = free_slots.back();
+    free_slots.pop_back();
+    return i;
+  }
+  pool.emplace_back();
+  return static_cast<uint32_t>(pool.size() - 1);
+}
 }  // namespace
 
 ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime& runtime, const JobProgram& job,
@@ -42,7 +55,6 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     if (g >= res_.topology().num_gpus())
       throw sim::UserError("rank " + std::to_string(r) + " is placed on GPU " + std::to_string(g) +
                            " but the cluster has " + std::to_string(res_.topology().num_gpus()));
-    if (g != r) identity_placement_ = false;
   }
   if (!coster_) {
     default_coster_ = std::make_unique<ProfileKernelCoster>(res_.profile(), res_.gpu_spec().peak_bf16_flops,
@@ -255,14 +267,7 @@ void ProgramExecutor::start() {
     }
     sim::Time offset = job_.start_offset.empty() ? sim::Time::zero() : job_.start_offset[r];
     if (offset > sim::Time::zero()) {
-      uint32_t d;
-      if (!free_delays_.empty()) {
-        d = free_delays_.back();
-        free_delays_.pop_back();
-      } else {
-        d = static_cast<uint32_t>(delays_.size());
-        delays_.emplace_back();
-      }
+      const uint32_t d = take_slot(delays_, free_delays_);
       delays_[d] = Delay{r, kNoStream, sim_.schedule_after(offset, handler_, d)};
       continue;  // the offset counts as idle time
     }
@@ -396,14 +401,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       break;
     }
     case OpKind::kDelay: {
-      uint32_t d;
-      if (!free_delays_.empty()) {
-        d = free_delays_.back();
-        free_delays_.pop_back();
-      } else {
-        d = static_cast<uint32_t>(delays_.size());
-        delays_.emplace_back();
-      }
+      const uint32_t d = take_slot(delays_, free_delays_);
       delays_[d] = Delay{rank, s, sim_.schedule_after(sim::Time::from_seconds(op.seconds), handler_, d)};
       break;
     }
@@ -504,14 +502,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   }
   if (++g.arrived < size) return;
   // The last member arrived: start the collective.
-  uint32_t f;
-  if (!free_coll_flights_.empty()) {
-    f = free_coll_flights_.back();
-    free_coll_flights_.pop_back();
-  } else {
-    f = static_cast<uint32_t>(coll_flights_.size());
-    coll_flights_.emplace_back();
-  }
+  const uint32_t f = take_slot(coll_flights_, free_coll_flights_);
   coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr};
   const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
   if (v) {
@@ -588,14 +579,7 @@ void ProgramExecutor::issue_send(uint32_t rank, uint16_t s, const Op& op) {
          ")");
     return;
   }
-  uint32_t f;
-  if (!free_send_flights_.empty()) {
-    f = free_send_flights_.back();
-    free_send_flights_.pop_back();
-  } else {
-    f = static_cast<uint32_t>(send_flights_.size());
-    send_flights_.emplace_back();
-  }
+  const uint32_t f = take_slot(send_flights_, free_send_flights_);
   send_flights_[f] = SendFlight{rank, dst, op.tag, s, sim_.now()};
   const CollectivePlan& plan = send_plan(op.bytes);
   uint32_t pair[2] = {job_.gpu_of(rank), job_.gpu_of(dst)};

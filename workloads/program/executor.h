@@ -191,7 +191,6 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::unique_ptr<ProfileKernelCoster> default_coster_;
   std::vector<std::vector<KernelCoster::Cost>> kernel_costs_;  // per template, per cost-term list
   sim::HandlerId handler_;
-  bool identity_placement_ = true;
   std::vector<uint8_t> uniform_comm_;  // per comm: its groups share plans (generated, members alike)
   std::vector<RankState> ranks_;
   std::vector<StreamState> streams_;

@@ -53,6 +53,29 @@ int64_t megatron_virtual_stages(int64_t layers, int64_t pp) {
   return per_stage >= 2 && per_stage % 2 == 0 ? 2 : 1;
 }
 
+// The part every row's scenario shares: name, seed, a cluster of DGX/HGX nodes (8 GPUs on one
+// NVSwitch at the catalog's rate, the catalog's hardware profile for every row) on a fat-tree,
+// and the start of the training workload up to its model.
+std::string common_yaml(const PublishedRow& row, const char* nic, int rails, const std::string& tiers) {
+  std::string y;
+  y += "name: validate:" + std::string(row.id) + "\n";
+  y += "seed: 1\n";
+  y += "cluster:\n";
+  y += "  gpu: " + std::string(row.gpu) + "\n";
+  y += "  nodes: " + std::to_string(row.gpus / 8) + "\n";
+  y += "  gpus_per_node: 8\n";
+  y += "  scale_up: {kind: nvswitch}\n";
+  y += "  scale_out:\n";
+  y += "    kind: fat-tree\n";
+  y += std::string("    nic_bandwidth: ") + nic + "\n";
+  y += "    rails: " + std::to_string(rails) + "\n";
+  y += "    tiers:\n" + tiers;
+  y += "workload:\n";
+  y += "  kind: training\n";
+  y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
+  return y;
+}
+
 // The Megatron row as a scenario (every choice the paper leaves open is made here, for all rows).
 std::string megatron_yaml(const PublishedRow& row, std::string& description, bool& in_place) {
   ModelSpec model = find_model_preset(row.model_preset);
@@ -68,24 +91,11 @@ std::string megatron_yaml(const PublishedRow& row, std::string& description, boo
   in_place = true;
   description = "a100-sxm, " + std::to_string(nodes) + " DGX nodes, mb 1, " +
                 (v > 1 ? "interleaved 1F1B v=2" : row.pp > 1 ? "1F1B" : "no pipeline") + ", full recompute, DDP";
-  std::string y;
-  y += "name: validate:" + std::string(row.id) + "\n";
-  y += "seed: 1\n";
-  y += "cluster:\n";
-  y += "  gpu: " + std::string(row.gpu) + "\n";  // one hardware profile for every row: the catalog defaults
-  y += "  nodes: " + std::to_string(nodes) + "\n";
-  y += "  gpus_per_node: 8\n";
-  y += "  scale_up: {kind: nvswitch}\n";  // NVLink 3: 300 GB/s per direction, the catalog's
-  y += "  scale_out:\n";
-  y += "    kind: fat-tree\n";
-  y += std::string("    nic_bandwidth: ") + kHdrNic + "\n";
-  y += "    rails: 8\n";                // rail-optimized: GPU i of every node on the rail-i leaf
-  y += "    tiers:\n";
-  y += "      - {name: leaf, nodes: " + std::to_string(kSeleneNodesPerLeaf) + "}\n";
-  y += "      - {name: spine, leafs: " + std::to_string(ceil_div(nodes, kSeleneNodesPerLeaf)) + "}\n";  // non-blocking
-  y += "workload:\n";
-  y += "  kind: training\n";
-  y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
+  // Rail-optimized (GPU i of every node on the rail-i leaf), non-blocking.
+  std::string y = common_yaml(row, kHdrNic, 8,
+                              "      - {name: leaf, nodes: " + std::to_string(kSeleneNodesPerLeaf) + "}\n" +
+                                  "      - {name: spine, leafs: " +
+                                  std::to_string(ceil_div(nodes, kSeleneNodesPerLeaf)) + "}\n");
   // Table 1 does not print the micro-batch size: 1 for every row (stated in the output). Mixed
   // precision: A100 FP16 and BF16 tensor peaks are both 312 TF. Full activation recompute
   // (arXiv 2104.04473 §5; Eq. 3 counts it). 2021 Megatron: fused scale-mask-softmax kernels
@@ -108,26 +118,12 @@ std::string megatron_yaml(const PublishedRow& row, std::string& description, boo
 std::string llama3_yaml(const PublishedRow& row, std::string& description) {
   const int64_t nodes = row.gpus / 8;
   description = "h100-sxm, " + std::to_string(nodes) + " nodes, mb 1, interleaved 1F1B v=2, zero2, no recompute, SP";
-  std::string y;
-  y += "name: validate:" + std::string(row.id) + "\n";
-  y += "seed: 1\n";
-  y += "cluster:\n";
-  y += "  gpu: " + std::string(row.gpu) + "\n";  // one hardware profile for every row: the catalog defaults
-  y += "  nodes: " + std::to_string(nodes) + "\n";
-  y += "  gpus_per_node: 8\n";
-  y += "  scale_up: {kind: nvswitch}\n";
-  y += "  scale_out:\n";
-  y += "    kind: fat-tree\n";
-  y += std::string("    nic_bandwidth: ") + kLlama3Nic + "\n";
-  y += "    rails: 1\n";
-  y += "    tiers:\n";
-  y += "      - {name: rack, nodes: " + std::to_string(kLlama3NodesPerRack) + "}\n";
-  y += "      - {name: pod, racks: " + std::to_string(kLlama3RacksPerPod) + "}\n";
-  y += "      - {name: cluster, pods: " + std::to_string(kLlama3PodsPerCluster) +
-       ", oversubscription: " + std::to_string(static_cast<int>(kLlama3AggregationOversubscription)) + "}\n";
-  y += "workload:\n";
-  y += "  kind: training\n";
-  y += "  model: {preset: " + std::string(row.model_preset) + "}\n";
+  std::string y = common_yaml(
+      row, kLlama3Nic, 1,
+      "      - {name: rack, nodes: " + std::to_string(kLlama3NodesPerRack) + "}\n" +
+          "      - {name: pod, racks: " + std::to_string(kLlama3RacksPerPod) + "}\n" +
+          "      - {name: cluster, pods: " + std::to_string(kLlama3PodsPerCluster) +
+          ", oversubscription: " + std::to_string(static_cast<int>(kLlama3AggregationOversubscription)) + "}\n");
   // §3.3.2 says the 8K-sequence stages trained without activation checkpointing; the paper does
   // not say for the 128K stage, and the same setting is used there (no per-row choices).
   y += "  training: {seq_len: " + std::to_string(row.seq_len) + ", global_batch: " + std::to_string(row.global_batch) +
