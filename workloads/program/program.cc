@@ -55,7 +55,6 @@ void Program::add_dep(uint32_t op, uint32_t dep) {
 void Program::finalize() {
   stream_ops_.assign(stream_names_.size(), {});
   free_ops_.clear();
-  recv_slot_of_op_.clear();
   recv_op_of_slot_.clear();
   recv_lists_.clear();
   relative_peers_.clear();
@@ -86,7 +85,6 @@ void Program::finalize() {
     if (op.kind == OpKind::kRecv) {
       uint32_t slot = static_cast<uint32_t>(recv_op_of_slot_.size());
       recv_op_of_slot_.push_back(i);
-      recv_slot_of_op_[i] = slot;
       op.index = slot;
       recv_lists_[recv_key(op.peer_axis, op.peer, op.tag)].push_back(slot);
       if (op.peer_axis == kAbsolutePeer) {

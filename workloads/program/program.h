@@ -136,14 +136,13 @@ class Program {
 
   // Receives: each recv op has a slot (dense, per program); messages match by (peer, tag) in
   // program order among the recvs with the same (peer, tag).
-  uint32_t num_recvs() const { return static_cast<uint32_t>(recv_slot_of_op_.size()); }
+  uint32_t num_recvs() const { return static_cast<uint32_t>(recv_op_of_slot_.size()); }
   // The recv slots waiting for (peer ref, tag), in program order; null when none.
   const std::vector<uint32_t>* recv_slots(uint8_t peer_axis, int32_t peer, uint32_t tag) const;
   // Distinct relative peer refs (axis, offset) of this program's recvs.
   const std::vector<std::pair<uint8_t, int32_t>>& relative_recv_peers() const { return relative_peers_; }
   bool has_absolute_recvs() const { return has_absolute_recvs_; }
   uint32_t recv_op_of_slot(uint32_t slot) const { return recv_op_of_slot_[slot]; }
-  uint32_t recv_slot_of_op(uint32_t op) const { return recv_slot_of_op_.at(op); }
 
  private:
   // axis (8 bits) | peer (24 bits, two's complement: ranks and offsets below 2^23) | tag (32 bits)
@@ -158,7 +157,6 @@ class Program {
   sim::NameTable names_;
   std::vector<std::vector<double>> peer_sizes_;
   std::vector<std::vector<CostTerm>> cost_terms_;
-  std::unordered_map<uint32_t, uint32_t> recv_slot_of_op_;
   std::vector<uint32_t> recv_op_of_slot_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> recv_lists_;
   std::vector<std::pair<uint8_t, int32_t>> relative_peers_;
