@@ -13,6 +13,7 @@
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
 #include "workloads/collectives/collective.h"
+#include "tests/workloads/ideal_cluster.h"
 #include "workloads/collectives/runtime.h"
 
 namespace wl {
@@ -27,22 +28,10 @@ class Done : public CollectiveListener {
   int count = 0;
 };
 
-// Ideal switch: n single-GPU nodes under one leaf, NIC bandwidth B per direction, every link at
-// 100% efficiency, no communication SM effects.
-topo::Topology ideal_switch(uint32_t n, double B) {
-  topo::FatTreeSpec ft;
-  ft.nic_bandwidth_Bps = B;
-  ft.tiers = {topo::FatTreeTier{"leaf", n, 1.0, 1}};
-  return topo::build_fat_tree(n, 1, ft);
-}
-
-topo::HardwareProfile ideal_options() {
-  topo::HardwareProfile o;
-  o.scale_up_efficiency = o.nic_efficiency = o.fabric_efficiency = o.torus_efficiency = 1.0;
-  o.comm_sms = 0;
-  o.comm_hbm_fraction = 0.0;
-  return o;
-}
+// Ideal switch (n single-GPU nodes under one leaf, NIC bandwidth B per direction) and profile
+// (every link at 100% efficiency, no communication SM effects).
+using test::ideal_switch;
+topo::HardwareProfile ideal_options() { return test::ideal_profile(); }
 
 // Simulated seconds of one collective started at t=0 on an idle cluster.
 double simulate(const topo::Topology& t, const topo::HardwareProfile& o, const CollectiveRequest& req,

@@ -12,6 +12,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
+#include "tests/workloads/ideal_cluster.h"
 #include "workloads/collectives/benchmark.h"
 #include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
@@ -22,22 +23,8 @@ namespace {
 
 constexpr double kB = 1e9;  // bytes per second per direction
 
-topo::Topology ideal_switch(uint32_t n) {
-  topo::FatTreeSpec ft;
-  ft.nic_bandwidth_Bps = kB;
-  ft.hop_latency = sim::Time::zero();
-  ft.nic_latency = sim::Time::zero();
-  ft.tiers = {topo::FatTreeTier{"leaf", n, 1.0, 1}};
-  return topo::build_fat_tree(n, 1, ft);
-}
-
-topo::HardwareProfile ideal_options() {
-  topo::HardwareProfile o;
-  o.scale_up_efficiency = o.nic_efficiency = o.fabric_efficiency = o.torus_efficiency = 1.0;
-  o.comm_sms = 0;
-  o.comm_hbm_fraction = 0.0;
-  return o;
-}
+topo::Topology ideal_switch(uint32_t n) { return test::ideal_switch(n, kB, /*no_latency=*/true); }
+topo::HardwareProfile ideal_options() { return test::ideal_profile(); }
 
 Op timed(double seconds, uint16_t stream = 0) {
   Op op;
