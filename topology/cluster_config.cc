@@ -96,6 +96,10 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
   bool tpu = cfg.gpu.kind == AcceleratorKind::kTpu;
   cfg.spec.nodes = static_cast<uint32_t>(c.get_int_in("nodes", 1, 1 << 24));
   cfg.spec.gpus_per_node = static_cast<uint32_t>(c.get_int_in("gpus_per_node", 1, 4096, tpu ? 4 : 8));
+  cfg.spare_nodes = static_cast<uint32_t>(c.get_int_in("spare_nodes", 0, 1 << 24, 0));
+  if (cfg.spare_nodes >= cfg.spec.nodes)
+    c.child("spare_nodes").fail("spare_nodes (" + std::to_string(cfg.spare_nodes) + ") must leave the job at least one of the " +
+                                std::to_string(cfg.spec.nodes) + " nodes");
 
   // Scale-up domain.
   if (auto su = c.find("scale_up")) {

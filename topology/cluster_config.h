@@ -5,6 +5,7 @@
 //     gpu: h100-sxm                 # or {preset: h100-sxm, hbm_bandwidth: 4TB/s, ...}
 //     nodes: 16
 //     gpus_per_node: 8
+//     spare_nodes: 0                # hot spares: the last nodes, idle until a failed node's ranks move there
 //     scale_up: {kind: nvswitch, bandwidth: 450GB/s}
 //     scale_out:
 //       kind: fat-tree              # none | fat-tree | torus
@@ -32,6 +33,10 @@ struct ClusterConfig {
   GpuSpec gpu;
   ClusterSpec spec;
   HardwareProfile profile;
+  // Hot spare nodes: the cluster's last `spare_nodes` nodes, idle until a failed node's ranks
+  // move there (the job uses the others).
+  uint32_t spare_nodes = 0;
+  uint32_t job_gpus() const { return (spec.nodes - spare_nodes) * spec.gpus_per_node; }
 };
 
 // Throws sim::ConfigError naming file, line, column and key for anything wrong or impossible.

@@ -113,20 +113,43 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
 }
 
 
-void ClusterResources::comm_begin(uint32_t gpu) {
-  if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
-    double held = std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
-    sim_.fluid().set_capacity(sm_[gpu], 1.0 - held);
-    sim_.fluid().set_capacity(hbm_[gpu], 1.0 - opt_.comm_hbm_fraction);
+void ClusterResources::fail_link(uint32_t link) {
+  SIM_ASSERT(link < link_constraints_.size(), "fail_link on an unknown link");
+  sim_.fluid().set_up(link_constraints_[link], false, sim::DownPolicy::kStall);
+}
+
+void ClusterResources::set_link_speed(uint32_t link, double speed) {
+  SIM_ASSERT(link < link_constraints_.size() && speed > 0, "set_link_speed: unknown link or speed <= 0");
+  const Link& l = topo_.links()[link];
+  sim_.fluid().set_capacity(link_constraints_[link], l.bandwidth_Bps * efficiency_of(l.kind, opt_) * speed);
+}
+
+void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
+  SIM_ASSERT(gpu < sm_.size() && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
+  if (gpu_speed_.empty()) gpu_speed_.assign(sm_.size(), 1.0);
+  gpu_speed_[gpu] = speed;
+  apply_gpu_capacity(gpu);
+}
+
+// SM and HBM capacity: the GPU's speed, less what a running communication kernel holds.
+void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
+  const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
+  double sm = speed, hbm = speed;
+  if (comm_active_[gpu] > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
+    sm *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
+    hbm *= 1.0 - opt_.comm_hbm_fraction;
   }
+  sim_.fluid().set_capacity(sm_[gpu], sm);
+  sim_.fluid().set_capacity(hbm_[gpu], hbm);
+}
+
+void ClusterResources::comm_begin(uint32_t gpu) {
+  if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) apply_gpu_capacity(gpu);
 }
 
 void ClusterResources::comm_end(uint32_t gpu) {
   SIM_ASSERT(comm_active_[gpu] > 0, "comm_end without comm_begin");
-  if (--comm_active_[gpu] == 0) {
-    sim_.fluid().set_capacity(sm_[gpu], 1.0);
-    sim_.fluid().set_capacity(hbm_[gpu], 1.0);
-  }
+  if (--comm_active_[gpu] == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) apply_gpu_capacity(gpu);
 }
 
 }  // namespace topo

@@ -60,6 +60,13 @@ class ClusterResources : public sim::ConstraintWatcher {
   // them (a dead GPU's NVLink and NIC traffic hangs, as NCCL does). Nothing comes back up.
   void fail_gpu(uint32_t gpu);
   bool gpu_failed(uint32_t gpu) const { return gpu_failed_[gpu] != 0; }
+  // A link (one direction of a cable) goes down: what crosses it stalls, as NCCL hangs on a dead
+  // NIC, cable or switch port. Nothing comes back up.
+  void fail_link(uint32_t link);
+  // Stragglers: the GPU computes at `speed` times its SM and HBM rates (0 < speed; 1 restores it),
+  // the link carries `speed` times its bandwidth.
+  void set_gpu_speed(uint32_t gpu, double speed);
+  void set_link_speed(uint32_t link, double speed);
 
   // A communication kernel starts / stops on `gpu`; nested calls are counted.
   void comm_begin(uint32_t gpu);
@@ -75,6 +82,8 @@ class ClusterResources : public sim::ConstraintWatcher {
   std::vector<sim::ConstraintId> hbm_;
   std::vector<uint32_t> comm_active_;
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)
+  std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)
+  void apply_gpu_capacity(uint32_t gpu);
   // Per link: the trace process and counter name it reports to (kNoName: not watched).
   struct LinkCounter {
     uint32_t process = 0;

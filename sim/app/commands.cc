@@ -96,7 +96,7 @@ int cmd_run(const RunOptions& opt) {
   nlohmann::ordered_json j;
   j["scenario"] = sc.name;
   j["seed"] = sc.seed;
-  if (!result.completed()) {
+  if (!result.completed() && !result.aborted()) {
     // A result, not a crash: the report says what waits on what; status 3 tells scripts.
     std::fflush(stdout);
     std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
@@ -123,6 +123,12 @@ int cmd_run(const RunOptions& opt) {
     if (!opt.reproducible) run["wall_time_s"] = wall_s;
     j["run"] = run;
     write_file(opt.json, j.dump(2) + "\n");
+  }
+  if (result.aborted()) {
+    // A failure the watchdog caught: reported in full above; status 4 tells scripts.
+    std::fflush(stdout);
+    std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
+    return 4;
   }
   return 0;
 }

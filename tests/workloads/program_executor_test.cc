@@ -16,6 +16,7 @@
 #include "workloads/collectives/benchmark.h"
 #include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
+#include "workloads/program/failure_injector.h"
 #include "workloads/program/program.h"
 
 namespace wl {
@@ -551,6 +552,121 @@ TEST(ProgramExecutor, EveryMemberThatRanAheadJoinsTheNextCollective) {
   auto o = run(jp, 3);
   ASSERT_TRUE(o.finished) << o.report << o.error;
   EXPECT_NEAR(static_cast<double>(o.end_ns), 9'008'000.0, 8.0);
+}
+
+}  // namespace
+}  // namespace wl
+
+namespace wl {
+namespace {
+
+// Runs `jp` on the ideal switch with GPU `dead_gpu` failing at `kill_at` (through the failure
+// injector, as a scenario's failures: do) and the given watchdog.
+struct Aborted {
+  bool aborted = false, finished = false;
+  int64_t failed_ns = -1, aborted_ns = -1, end_ns = 0, sim_end_ns = 0;
+  std::string report;
+  size_t in_flight_after = 0;
+};
+Aborted run_with_death(const JobProgram& jp, uint32_t gpus, uint32_t dead_gpu, sim::Time kill_at, sim::Time watchdog) {
+  sim::Simulation sim(1);
+  auto topo = ideal_switch(gpus);
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::us(1);
+  CollectiveRuntime runtime(res, ro);
+  ExecutorOptions eo;
+  eo.watchdog = watchdog;
+  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, eo);
+  sim.add_pending_work(&exec);
+  topo::FailureEvent e;
+  e.at = kill_at;
+  e.gpus = {dead_gpu};
+  e.what = "GPU " + std::to_string(dead_gpu);
+  FailureInjector inject(res, exec, {e});
+  exec.start();
+  auto r = sim.run();
+  Aborted a;
+  a.aborted = exec.aborted();
+  a.finished = exec.finished();
+  a.failed_ns = exec.failed_at().is_infinite() ? -1 : exec.failed_at().count_ns();
+  a.aborted_ns = exec.aborted_at().is_infinite() ? -1 : exec.aborted_at().count_ns();
+  a.end_ns = exec.step_end().count_ns();
+  a.sim_end_ns = r.end_time.count_ns();
+  a.report = exec.abort_report();
+  a.in_flight_after = runtime.in_flight();
+  return a;
+}
+
+TEST(ProgramExecutorWatchdog, FiresOneTimeoutAfterTheFirstMemberOfTheHungCollectiveArrived) {
+  // Rank 0 computes 1 ms and joins an all-reduce with rank 1 at 1 ms; rank 1 computes 3 ms but its
+  // GPU dies at 2 ms (its kernel fails: rank 1 is dead). The all-reduce can never finish. The
+  // watchdog (10 ms) counts from rank 0's arrival: the job aborts at 1 + 10 = 11 ms exactly, and
+  // the simulation ends there (everything withdrawn, nothing left in flight).
+  std::vector<Program> ps(2);
+  for (auto& p : ps) p.add_stream("main");
+  uint32_t a = ps[0].add(timed(1e-3));
+  ps[0].add(collective(0, CollectiveOp::kAllReduce, 1e6, 0), {a});
+  uint32_t b = ps[1].add(timed(3e-3));
+  ps[1].add(collective(0, CollectiveOp::kAllReduce, 1e6, 0), {b});
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "world";
+  comm.members = {0, 1};
+  jp.add_comm(comm);
+  auto o = run_with_death(jp, 2, 1, sim::Time::ms(2), sim::Time::ms(10));
+  ASSERT_TRUE(o.aborted) << o.report;
+  EXPECT_FALSE(o.finished);
+  EXPECT_EQ(o.failed_ns, 2'000'000);
+  EXPECT_EQ(o.aborted_ns, 11'000'000);
+  EXPECT_EQ(o.end_ns, 11'000'000);
+  EXPECT_EQ(o.sim_end_ns, 11'000'000);
+  EXPECT_EQ(o.in_flight_after, 0u);
+  EXPECT_NE(o.report.find("rank 0 waited 10 ms"), std::string::npos) << o.report;
+  EXPECT_NE(o.report.find("1 of 2 arrived; e.g. rank 0 misses rank 1 (dead)"), std::string::npos) << o.report;
+}
+
+TEST(ProgramExecutorWatchdog, AnOpThatCompletesIsNotTimedOutAndTheNextHungOneIs) {
+  // Rank 0 sends 1 MB to rank 1 at 0 (done at 1 us + 1 ms = 1.001 ms), then computes 5 ms
+  // (1.001-6.001 ms) and waits for a reply. Rank 1 receives, then its GPU dies at 2 ms while it
+  // computes 5 ms before replying. Watchdog 3 ms. At the failure no communication op is in flight
+  // (the send completed; rank 0 computes), so nothing is timed yet; rank 0's recv issued at
+  // 6.001 ms hangs: abort at 6.001 + 3 = 9.001 ms.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) {
+    p.add_stream("compute");
+    p.add_stream("comm");
+  }
+  uint32_t s = ps[0].add(send(1, 1e6, 1, 1));
+  uint32_t c = ps[0].add(timed(5e-3, 0), {s});
+  ps[0].add(recv(1, 2, 1), {c});
+  uint32_t rv = ps[1].add(recv(0, 1, 1));
+  uint32_t w = ps[1].add(timed(5e-3, 0), {rv});
+  ps[1].add(send(0, 1e6, 2, 1), {w});
+  auto o = run_with_death(one_template_per_rank(ps), 2, 1, sim::Time::ms(2), sim::Time::ms(3));
+  ASSERT_TRUE(o.aborted) << o.report;
+  EXPECT_EQ(o.aborted_ns, 9'001'000);
+  EXPECT_NE(o.report.find("from rank 1 (dead)"), std::string::npos) << o.report;
+}
+
+TEST(ProgramExecutorWatchdog, NoFailureNoWatchdogEvents) {
+  // Without a failure the watchdog is not armed: a healthy collective that takes longer than the
+  // timeout (a 1 GB all-reduce: 2 steps of 1 us + 0.5 s on 2 ranks = 1.000002 s > 10 ms) finishes.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) {
+    p.add_stream("main");
+    p.add(collective(0, CollectiveOp::kAllReduce, 1e9, 0));
+  }
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "world";
+  comm.members = {0, 1};
+  comm.algorithm = Algorithm::kRing;
+  jp.add_comm(comm);
+  auto o = run_with_death(jp, 2, 1, sim::Time::sec(100), sim::Time::ms(10));
+  EXPECT_TRUE(o.finished);
+  EXPECT_FALSE(o.aborted);
+  EXPECT_NEAR(static_cast<double>(o.end_ns), 1'000'002'000.0, 4.0);
 }
 
 }  // namespace

@@ -94,20 +94,24 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
       }
     }
     sim::Time latency = (opt_.step_overhead + max_latency) * tr.latency_steps;
-    sim.schedule_after(latency, handler_, t);
+    run.moving = false;
+    run.live = true;
+    run.wait = sim.schedule_after(latency, handler_, t);
   }
 }
 
 void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
-  res_.simulation().fluid().start(run.bytes, run.uses, sim::kUnbounded, this, t);
+  run.moving = true;
+  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, sim::kUnbounded, this, t);
 }
 
 void CollectiveRuntime::on_activity_done(sim::ActivityId, uint64_t tag) { finish_transfer(static_cast<uint32_t>(tag)); }
 
 void CollectiveRuntime::finish_transfer(uint32_t t) {
   uint32_t inst = transfers_[t].instance;
+  transfers_[t].live = false;
   free_transfers_.push_back(t);
   Instance& in = instances_[inst];
   SIM_ASSERT(in.outstanding > 0, "transfer finished for a phase with none outstanding");
@@ -115,6 +119,39 @@ void CollectiveRuntime::finish_transfer(uint32_t t) {
     ++in.phase;
     start_phase(inst);
   }
+}
+
+size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
+  auto& sim = res_.simulation();
+  std::vector<uint8_t> withdrawn(instances_.size(), 0);
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    const Instance& in = instances_[i];
+    withdrawn[i] = in.listener == listener && !in.members.empty();
+  }
+  for (uint32_t t = 0; t < transfers_.size(); ++t) {
+    TransferRun& run = transfers_[t];
+    if (!run.live || !withdrawn[run.instance]) continue;
+    if (run.moving) {
+      // A transfer stalled behind a failed link is still active; one the fluid model failed is not.
+      if (sim.fluid().active(run.activity)) sim.fluid().cancel(run.activity);
+    } else {
+      sim.cancel(run.wait);
+    }
+    run.live = false;
+    free_transfers_.push_back(t);
+  }
+  size_t n = 0;
+  for (uint32_t i = 0; i < instances_.size(); ++i) {
+    if (!withdrawn[i]) continue;
+    Instance& in = instances_[i];
+    for (uint32_t g : in.members) res_.comm_end(g);
+    in.members.clear();
+    in.listener = nullptr;
+    free_instances_.push_back(i);
+    --live_;
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace wl

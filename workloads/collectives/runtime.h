@@ -63,6 +63,10 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
              uint64_t tag, bool relative_hops = false);
   size_t in_flight() const { return live_; }
   uint64_t transfers_started() const { return transfers_started_; }
+  // Withdraws every collective `listener` started that has not finished: its latency waits and
+  // transfers are cancelled, its members' comm SMs released, and the listener is not told (a job
+  // that aborts). Returns how many collectives were withdrawn.
+  size_t cancel(const CollectiveListener* listener);
 
   void on_event(uint32_t transfer) override;                       // latency elapsed
   void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
@@ -86,6 +90,10 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t instance = 0;
     double bytes = 0.0;
     std::vector<sim::Use> uses;
+    sim::EventId wait{};         // the latency wait, until the bytes start
+    sim::ActivityId activity{};  // the bytes moving, once started
+    bool moving = false;
+    bool live = false;
   };
 
   void start_phase(uint32_t inst);

@@ -98,9 +98,9 @@ class CollectivesJob : public Job {
 
 }  // namespace
 
-std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& w, const topo::ClusterConfig&,
-                                          const topo::Topology& topology) {
-  return std::make_unique<CollectivesJob>(bind_collective_benchmark(w, topology));
+std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& w, const BindContext& ctx) {
+  ctx.refuse_failures("collectives");
+  return std::make_unique<CollectivesJob>(bind_collective_benchmark(w, ctx.topology));
 }
 
 }  // namespace wl

@@ -107,9 +107,9 @@ class DilocoJob : public Job {
 
 }  // namespace
 
-std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& w, const topo::ClusterConfig& cluster,
-                                     const topo::Topology& topology) {
-  return std::make_unique<DilocoJob>(bind_diloco(w, cluster.gpu, topology.num_gpus()));
+std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& w, const BindContext& ctx) {
+  ctx.refuse_failures("diloco");
+  return std::make_unique<DilocoJob>(bind_diloco(w, ctx.cluster.gpu, ctx.cluster.job_gpus()));
 }
 
 }  // namespace wl

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +29,9 @@ class JobResult {
   // Every piece of work finished. Otherwise problem() says what waits on what (a dead rank, a
   // hang) and the times are those reached.
   virtual bool completed() const = 0;
+  // A failure hung the job and its watchdog aborted it (and no recovery went on): a result to
+  // report in full (summary, JSON), with its own exit status.
+  virtual bool aborted() const { return false; }
   virtual std::string problem() const { return {}; }
   // The human-readable report printed by `clustersim run`.
   virtual std::string summary() const = 0;
@@ -52,12 +56,20 @@ class Job {
   virtual std::unique_ptr<JobResult> finish(const sim::RunResult& run) = 0;
 };
 
+// What a kind binds its `workload:` section against.
+struct BindContext {
+  const topo::ClusterConfig& cluster;
+  const topo::Topology& topology;
+  std::optional<sim::ConfigNode> failures;  // the scenario's `failures:` section, when it has one
+  // A kind that cannot take failures refuses the section (naming itself).
+  void refuse_failures(std::string_view kind) const;
+};
+
 struct WorkloadKind {
   std::string_view name;
   std::string_view description;
   // Binds `workload:` against the bound cluster; throws sim::ConfigError with file:line:col.
-  std::unique_ptr<Job> (*bind)(const sim::ConfigNode& workload, const topo::ClusterConfig& cluster,
-                               const topo::Topology& topology);
+  std::unique_ptr<Job> (*bind)(const sim::ConfigNode& workload, const BindContext& ctx);
 };
 
 // Every workload kind, in the order `workload.kind` lists them.

@@ -7,11 +7,8 @@
 
 namespace wl {
 
-std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& workload, const topo::ClusterConfig& cluster,
-                                          const topo::Topology& topology);
-std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& workload, const topo::ClusterConfig& cluster,
-                                       const topo::Topology& topology);
-std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& workload, const topo::ClusterConfig& cluster,
-                                     const topo::Topology& topology);
+std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& workload, const BindContext& ctx);
+std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& workload, const BindContext& ctx);
+std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& workload, const BindContext& ctx);
 
 }  // namespace wl

@@ -8,6 +8,12 @@
 
 namespace wl {
 
+void BindContext::refuse_failures(std::string_view kind) const {
+  if (failures)
+    failures->fail("the '" + std::string(kind) +
+                   "' workload kind cannot take failures (the training kind can; a campaign has its own)");
+}
+
 Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload) {
   Scenario sc{std::move(doc)};
   auto root = sc.doc.root();
@@ -28,7 +34,8 @@ Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool w
   const std::string kind = w.get_enum("kind", names);
   for (const WorkloadKind& k : workload_kinds())
     if (k.name == kind) sc.kind = &k;
-  sc.job = sc.kind->bind(w, sc.cluster, *sc.topology);
+  BindContext ctx{sc.cluster, *sc.topology, root.find("failures")};
+  sc.job = sc.kind->bind(w, ctx);
   if (auto out = root.find("output")) {
     sc.trace = out->get_string("trace", "");
     if (out->has("trace_ranks")) {

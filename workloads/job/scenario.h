@@ -5,6 +5,7 @@
 //   name: ...            seed: 1
 //   cluster: {...}       topology/cluster_config.h
 //   workload: {kind: training | collectives | diloco, ...}   (workload_kinds())
+//   failures: {watchdog: 10min, recovery: elastic, events: [...]}   workloads/training/recovery.h
 //   output: {trace: FILE, trace_ranks: [0, 8]}
 #pragma once
 

@@ -27,33 +27,188 @@ std::vector<std::pair<std::string, double>> breakdown_parts(const Breakdown& b) 
 
 class TrainingJobImpl : public Job {
  public:
-  explicit TrainingJobImpl(TrainingSettings ts) : ts_(std::move(ts)) {}
+  TrainingJobImpl(TrainingSettings ts, std::optional<FailureSettings> failures, uint32_t spare_nodes)
+      : ts_(std::move(ts)), failures_(std::move(failures)), spare_nodes_(spare_nodes) {}
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
-    step_ = std::make_unique<TrainingStep>(res, ts_, ctx.trace_ranks);
+    res_ = &res;
+    StepOptions opt;
+    if (failures_) {
+      opt.failures = failures_->events;
+      opt.watchdog = failures_->watchdog;
+    }
+    step_ = std::make_unique<TrainingStep>(res, ts_, ctx.trace_ranks, std::move(opt));
     step_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
     SIM_ASSERT(step_ != nullptr, "Job::finish() before start()");
-    auto result = std::make_unique<TrainingResult>(ts_, step_->finish(run));
+    StepResult step = step_->finish(run);
     step_.reset();  // while the simulation and resources still live (it unregisters from them)
-    return result;
+    std::optional<RecoveryOutcome> rec;
+    if (step.outcome == StepOutcome::kAborted && failures_ && failures_->recovery != Recovery::kNone)
+      rec = recover_and_run(step);
+    return std::make_unique<TrainingResult>(ts_, std::move(step), std::move(rec));
   }
 
  private:
+  // The next step after the abort, simulated on its own on the degraded cluster (what failed
+  // before the abort stays dead), from the same seed.
+  RecoveryOutcome recover_and_run(const StepResult& failed) {
+    std::vector<uint32_t> dead_gpus, dead_links;
+    for (const auto& e : failures_->events) {
+      if (e.at.seconds() > failed.aborted_at_s) continue;
+      if (e.action == topo::FailureEvent::Action::kKillGpus) dead_gpus.insert(dead_gpus.end(), e.gpus.begin(), e.gpus.end());
+      if (e.action == topo::FailureEvent::Action::kKillLinks)
+        dead_links.insert(dead_links.end(), e.links.begin(), e.links.end());
+    }
+    RecoveredJob rj = recover(failures_->recovery, ts_, {}, dead_gpus, dead_links, res_->topology(), spare_nodes_);
+    RecoveryOutcome out;
+    out.how = failures_->recovery;
+    out.change = rj.change;
+    out.impossible = rj.impossible;
+    out.ts = rj.ts;
+    if (!out.impossible.empty()) return out;
+    try {
+      sim::Simulation sim(res_->simulation().random().seed());
+      topo::ClusterResources res(sim, res_->topology(), res_->gpu_spec(), res_->profile());
+      rj.options.watchdog = failures_->watchdog;
+      TrainingStep step(res, out.ts, {}, std::move(rj.options));
+      step.start();
+      out.step = step.finish(sim.run());
+      sim.finish();
+    } catch (const sim::UserError& e) {
+      out.impossible = std::string("the recovered job cannot run: ") + e.what();
+    }
+    return out;
+  }
+
   TrainingSettings ts_;
+  std::optional<FailureSettings> failures_;
+  uint32_t spare_nodes_ = 0;
+  topo::ClusterResources* res_ = nullptr;
   std::unique_ptr<TrainingStep> step_;
 };
 
+const char* recovery_name(Recovery r) {
+  switch (r) {
+    case Recovery::kNone: return "none";
+    case Recovery::kSpare: return "spare";
+    case Recovery::kElastic: return "elastic";
+  }
+  return "none";
+}
+
 }  // namespace
 
-std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& w, const topo::ClusterConfig& cluster,
-                                       const topo::Topology& topology) {
-  return std::make_unique<TrainingJobImpl>(bind_training(w, cluster.gpu, topology.num_gpus()));
+std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& w, const BindContext& ctx) {
+  TrainingSettings ts = bind_training(w, ctx.cluster.gpu, ctx.cluster.job_gpus());
+  std::optional<FailureSettings> f;
+  if (ctx.failures) f = bind_failures(*ctx.failures, ctx.topology, ts, ctx.cluster.spare_nodes);
+  return std::make_unique<TrainingJobImpl>(std::move(ts), std::move(f), ctx.cluster.spare_nodes);
+}
+
+bool TrainingResult::completed() const {
+  if (step_.outcome == StepOutcome::kCompleted) return true;
+  return step_.outcome == StepOutcome::kAborted && recovery_ && recovery_->impossible.empty() &&
+         recovery_->step.outcome == StepOutcome::kCompleted;
 }
 
 std::string TrainingResult::problem() const {
+  if (step_.outcome == StepOutcome::kAborted) {
+    std::string p = "aborted: " + step_.failure + " at " + sim::format_duration(sim::Time::from_seconds(step_.failed_at_s)) +
+                    "; the watchdog aborted the job at " +
+                    sim::format_duration(sim::Time::from_seconds(step_.aborted_at_s));
+    if (recovery_ && !recovery_->impossible.empty()) p += "; no recovery: " + recovery_->impossible;
+    if (recovery_ && recovery_->impossible.empty() && recovery_->step.outcome != StepOutcome::kCompleted)
+      p += "; the recovered step did not complete either: " + recovery_->step.report;
+    return p;
+  }
   return std::string("the training step did not complete (") +
          (step_.outcome == StepOutcome::kStuck ? "stuck" : "error") + "): " + step_.report;
+}
+
+namespace {
+
+// The failure part of a report: what died when, when the watchdog caught it, the work lost, and
+// what waited on whom.
+std::string failure_summary(const TrainingSettings& ts, const StepResult& r) {
+  std::string o;
+  const double gpus = static_cast<double>(ts.job.world());
+  appendf(o, "  FAILURE\n");
+  appendf(o, "    first failure     %s at t = %.6f s\n", r.failure.c_str(), r.failed_at_s);
+  appendf(o, "    watchdog          %s (NCCL process-group timeout)\n",
+          sim::format_duration(sim::Time::from_seconds(r.watchdog_s)).c_str());
+  appendf(o, "    detected, aborted t = %.6f s (%.6f s after the failure)\n", r.aborted_at_s, r.aborted_at_s - r.failed_at_s);
+  appendf(o, "    work lost         the whole step: %.3f s x %.0f GPUs = %.2f GPU-hours (%llu of %llu ops had run)\n",
+          r.aborted_at_s, gpus, r.aborted_at_s * gpus / 3600, static_cast<unsigned long long>(r.ops),
+          static_cast<unsigned long long>(r.ops_total));
+  appendf(o, "    what waited on whom:\n");
+  size_t start = 0;
+  while (start < r.report.size()) {
+    size_t end = r.report.find('\n', start);
+    if (end == std::string::npos) end = r.report.size();
+    appendf(o, "      %s\n", r.report.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string TrainingResult::summary() const {
+  if (step_.outcome != StepOutcome::kAborted) return training_summary(ts_, step_);
+  std::string o;
+  appendf(o, "training step: %s, %lld GPUs: ABORTED by the watchdog\n\n", ts_.job.model.name.c_str(),
+          static_cast<long long>(ts_.job.world()));
+  o += failure_summary(ts_, step_);
+  if (!recovery_) {
+    appendf(o, "\n  no recovery configured (failures.recovery: spare or elastic simulates the next step)\n");
+    return o;
+  }
+  appendf(o, "\n  RECOVERY (%s): %s\n", recovery_name(recovery_->how),
+          recovery_->impossible.empty() ? recovery_->change.c_str() : recovery_->impossible.c_str());
+  if (!recovery_->impossible.empty()) return o;
+  appendf(o, "  the next step, simulated on the degraded cluster (restart and checkpoint load not included):\n\n");
+  o += training_summary(recovery_->ts, recovery_->step);
+  return o;
+}
+
+void TrainingResult::to_json(nlohmann::ordered_json& out) const {
+  if (step_.outcome != StepOutcome::kAborted) {
+    training_json(out, ts_, step_);
+    return;
+  }
+  out["status"] = completed() ? "recovered" : "aborted";
+  nlohmann::ordered_json f;
+  f["failure"] = step_.failure;
+  f["failed_at_s"] = step_.failed_at_s;
+  f["aborted_at_s"] = step_.aborted_at_s;
+  f["watchdog_s"] = step_.watchdog_s;
+  f["work_lost_gpu_s"] = step_.aborted_at_s * static_cast<double>(ts_.job.world());
+  f["ops_done"] = step_.ops;
+  f["ops_total"] = step_.ops_total;
+  f["report"] = step_.report;
+  out["failure"] = f;
+  if (!recovery_) return;
+  nlohmann::ordered_json rj;
+  rj["policy"] = recovery_name(recovery_->how);
+  rj["change"] = recovery_->change;
+  if (!recovery_->impossible.empty()) {
+    rj["impossible"] = recovery_->impossible;
+  } else {
+    nlohmann::ordered_json step;
+    training_json(step, recovery_->ts, recovery_->step);
+    rj["step"] = step;
+  }
+  out["recovery"] = rj;
+}
+
+std::string TrainingResult::fingerprint() const {
+  if (step_.outcome != StepOutcome::kAborted) return step_fingerprint(step_);
+  std::string f = "aborted failed_ns=" + std::to_string(sim::Time::from_seconds(step_.failed_at_s).count_ns()) +
+                  " aborted_ns=" + std::to_string(sim::Time::from_seconds(step_.aborted_at_s).count_ns()) +
+                  " ops=" + std::to_string(step_.ops);
+  if (recovery_ && recovery_->impossible.empty()) f += " recovered " + step_fingerprint(recovery_->step);
+  return f;
 }
 
 std::string training_summary(const TrainingSettings& ts, const StepResult& r) {

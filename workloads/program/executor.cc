@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/error.h"
+#include "sim/units.h"
 
 namespace wl {
 
@@ -39,7 +40,8 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
       job_(job),
       shape_(shape),
       hints_(hints),
-      coster_(opt.coster) {
+      coster_(opt.coster),
+      watchdog_(opt.watchdog) {
   const uint32_t n = job_.world();
   SIM_ASSERT(job_.gpu_of_rank.empty() || job_.gpu_of_rank.size() == n, "one GPU per rank");
   SIM_ASSERT(job_.start_offset.empty() || job_.start_offset.size() == n, "one start offset per rank");
@@ -88,6 +90,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     frees += p.free_ops().size();
     if (p.ops().size() > 0xFFFFFFFFu) throw sim::UserError("a rank's program has more than 2^32 ops");
     ranks_[r].ops_left = static_cast<uint32_t>(p.ops().size());
+    ops_total_ += p.ops().size();
     if (!has_memory_ops) for (const Op& op : p.ops()) has_memory_ops = has_memory_ops || op.kind == OpKind::kMemory;
   }
   if (streams > 0xFFFFFFFFu || recvs > 0xFFFFFFFFu || frees > 0xFFFFFFFFu)
@@ -380,6 +383,9 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
   st.busy = 1;
   st.started = sim_.now();
   if (s == 0) charge_gap(rank, p, op);
+  if (watching_ && !watchdog_armed_ &&
+      (op.kind == OpKind::kCollective || op.kind == OpKind::kSend || op.kind == OpKind::kRecv))
+    schedule_watchdog();
   switch (op.kind) {
     case OpKind::kTimed:
     case OpKind::kKernel: {
@@ -669,6 +675,10 @@ void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
 }
 
 void ProgramExecutor::on_event(uint32_t d) {
+  if (d == kNone) {
+    on_watchdog();
+    return;
+  }
   Delay dl = delays_[d];
   free_delays_.push_back(d);
   if (dl.stream == kNoStream) {  // the rank's start offset elapsed
@@ -722,6 +732,8 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
   rs.dead = true;
   rs.dead_at = sim_.now();
   ++dead_count_;
+  trace_instant(rank, 0, "rank dead (GPU " + std::to_string(job_.gpu_of(rank)) + ")");
+  if (failed_at_.is_infinite()) note_failure("rank " + std::to_string(rank) + " (GPU " + std::to_string(job_.gpu_of(rank)) + ") died");
   const Program& p = program_of(rank);
   for (uint16_t s = 0; s < p.num_streams(); ++s) {
     // running_ is valid while the head op is a kernel that has been issued and not completed.
@@ -923,6 +935,206 @@ const CollectivePlan& ProgramExecutor::send_plan(double bytes) {
   t.latency_steps = 1;
   plan->phases.push_back(Phase{{t}});
   return *(send_plans_[bytes] = std::move(plan));
+}
+
+void ProgramExecutor::trace_instant(uint32_t rank, uint16_t stream, const std::string& name) {
+  auto& bus = sim_.observers();
+  if (!bus.active() || rank >= traced_.size() || !traced_[rank]) return;
+  sim::InstantRecord ir;
+  ir.process = rank;
+  ir.thread = stream;
+  ir.name = bus.names().intern(name);
+  ir.time = sim_.now();
+  bus.instant(ir);
+}
+
+void ProgramExecutor::mark(const std::string& what) {
+  for (uint32_t r = 0; r < job_.world(); ++r) trace_instant(r, 0, what);
+}
+
+void ProgramExecutor::note_failure(const std::string& what) {
+  mark("failure: " + what);
+  if (failed_at_.is_infinite()) {
+    failed_at_ = sim_.now();
+    failure_what_ = what;
+  }
+  if (watchdog_.is_infinite() || watching_ || stopped_) return;
+  watching_ = true;
+  schedule_watchdog();
+}
+
+bool ProgramExecutor::oldest_comm_op(uint32_t& rank, uint16_t& stream) const {
+  bool found = false;
+  sim::Time oldest = sim::Time::infinite();
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    if (ranks_[r].dead || ranks_[r].ops_left == 0) continue;
+    const Program& p = program_of(r);
+    for (uint16_t s = 0; s < p.num_streams(); ++s) {
+      const StreamState& st = ss(r, s);
+      if (!st.busy || st.next >= p.stream_ops(s).size() || st.started >= oldest) continue;
+      const OpKind k = p.op(p.stream_ops(s)[st.next]).kind;
+      if (k != OpKind::kCollective && k != OpKind::kSend && k != OpKind::kRecv) continue;
+      oldest = st.started;
+      rank = r;
+      stream = s;
+      found = true;
+    }
+  }
+  return found;
+}
+
+// Schedules the watchdog at the deadline of the oldest communication op in flight (none: it is
+// scheduled again when the next one is issued).
+void ProgramExecutor::schedule_watchdog() {
+  if (watchdog_armed_) sim_.cancel(watchdog_event_);
+  watchdog_armed_ = false;
+  uint32_t r = 0;
+  uint16_t s = 0;
+  if (stopped_ || !oldest_comm_op(r, s)) return;
+  const sim::Time deadline = std::max(sim_.now(), ss(r, s).started + watchdog_);
+  watchdog_event_ = sim_.schedule_at(deadline, handler_, kNone);
+  watchdog_armed_ = true;
+}
+
+void ProgramExecutor::on_watchdog() {
+  watchdog_armed_ = false;
+  if (stopped_) return;
+  uint32_t r = 0;
+  uint16_t s = 0;
+  if (oldest_comm_op(r, s) && ss(r, s).started + watchdog_ <= sim_.now()) {
+    abort_job(r, s);
+    return;
+  }
+  schedule_watchdog();  // the op it was set for completed: watch the next oldest
+}
+
+void ProgramExecutor::abort_job(uint32_t rank, uint16_t stream) {
+  const sim::Time now = sim_.now();
+  const Program& p = program_of(rank);
+  const Op& op = p.op(p.stream_ops(stream)[ss(rank, stream).next]);
+  std::string& rep = abort_report_;
+  rep = "watchdog: rank " + std::to_string(rank) + " waited " + sim::format_duration(watchdog_) + " for " +
+        describe_op(rank, op) + ", issued at t=" + std::to_string(ss(rank, stream).started.count_ns()) + " ns";
+  if (op.kind == OpKind::kCollective && op.comm < job_.comms.size())
+    rep += " on communicator '" + job_.comms[op.comm].name + "' (call " + std::to_string(ss(rank, stream).seq) + ")";
+  rep += "; the job aborts at t=" + std::to_string(now.count_ns()) + " ns.\n";
+  if (!failed_at_.is_infinite())
+    rep += "first failure: " + failure_what_ + " at t=" + std::to_string(failed_at_.count_ns()) + " ns.\n";
+  describe_hang(rep);
+  // The trace: the watchdog and the abort as instants, every op in flight on a live traced rank
+  // (the hung collectives among them) as a span up to the abort.
+  trace_instant(rank, stream, "watchdog timeout: " + p.name(op.name));
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    if (!traced_[r] || ranks_[r].dead || ranks_[r].ops_left == 0) continue;
+    const Program& rp = program_of(r);
+    for (uint16_t s = 0; s < rp.num_streams(); ++s) {
+      const StreamState& st = ss(r, s);
+      if (st.busy && st.next < rp.stream_ops(s).size()) emit_span(r, rp.op(rp.stream_ops(s)[st.next]), st.started, now);
+    }
+    trace_instant(r, 0, "job aborted (watchdog)");
+  }
+  // Withdraw everything the job has in flight.
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    const Program& rp = program_of(r);
+    for (uint16_t s = 0; s < rp.num_streams(); ++s) {
+      sim::ActivityId& a = running_[stream_base_[r] + s];
+      const StreamState& st = ss(r, s);
+      if (st.busy && st.next < rp.stream_ops(s).size() && a.value != 0xFFFFFFFFu) {
+        const OpKind k = rp.op(rp.stream_ops(s)[st.next]).kind;
+        if ((k == OpKind::kTimed || k == OpKind::kKernel) && sim_.fluid().active(a)) sim_.fluid().cancel(a);
+      }
+      a = sim::ActivityId(0xFFFFFFFFu);
+    }
+  }
+  for (uint32_t d = 0; d < delays_.size(); ++d)
+    if (std::find(free_delays_.begin(), free_delays_.end(), d) == free_delays_.end()) {
+      sim_.cancel(delays_[d].event);
+      free_delays_.push_back(d);
+    }
+  runtime_.cancel(this);
+  aborted_ = true;
+  aborted_at_ = now;
+  stopped_ = true;
+  step_end_ = now;
+}
+
+// What a hang looks like at the abort, grouped: the dead ranks, then the live ranks' pending
+// communication by op (how many ranks, and one of them with whom it waits for), then the rest.
+void ProgramExecutor::describe_hang(std::string& out) const {
+  std::string dead;
+  uint32_t ndead = 0;
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    if (!ranks_[r].dead) continue;
+    if (ndead++ < 16) dead += (dead.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (ndead > 16) dead += ", ...";
+  if (ndead) out += "dead ranks (" + std::to_string(ndead) + "): " + dead + "\n";
+  struct Group {
+    uint32_t ranks = 0;
+    std::string example;
+  };
+  std::map<std::string, Group> groups;
+  uint32_t waiting_deps = 0, running = 0;
+  std::vector<uint32_t> members;
+  for (uint32_t r = 0; r < job_.world(); ++r) {
+    if (ranks_[r].dead || ranks_[r].ops_left == 0) continue;
+    const Program& p = program_of(r);
+    for (uint16_t s = 0; s < p.num_streams(); ++s) {
+      const StreamState& st = ss(r, s);
+      const auto& list = p.stream_ops(s);
+      if (st.next >= list.size()) continue;
+      const Op& op = p.op(list[st.next]);
+      if (!st.busy) {
+        ++waiting_deps;
+        continue;
+      }
+      std::string key, example = "rank " + std::to_string(r);
+      if (op.kind == OpKind::kCollective && op.comm < job_.comms.size()) {
+        uint32_t inst = 0, size = 0;
+        group_of(r, op.comm, inst, size);
+        key = "'" + p.name(op.name) + "' (" + std::string(op_name(op.coll)) + " on " + job_.comms[op.comm].name + ")";
+        if (gather_[inst].seq != st.seq) {
+          key += " started, cannot finish (a link on its path is down)";
+        } else {
+          members_of(op.comm, r, members);
+          std::string missing;
+          uint32_t arrived = 0;
+          for (uint32_t m : members) {
+            if (waiting_stream(m, op.comm, st.seq) != kNoStream) {
+              ++arrived;
+            } else if (missing.empty()) {
+              missing = "rank " + std::to_string(m) + (ranks_[m].dead ? " (dead)" : " (alive, not there yet)");
+            }
+          }
+          key += ", " + std::to_string(arrived) + " of " + std::to_string(size) + " arrived";
+          example += " misses " + missing;
+        }
+      } else if (op.kind == OpKind::kRecv || op.kind == OpKind::kSend) {
+        uint32_t peer = 0;
+        const bool ok = resolve_peer(r, op, peer);
+        key = "'" + p.name(op.name) + "' (" + std::string(op_kind_name(op.kind)) + ")";
+        example += std::string(op.kind == OpKind::kRecv ? " from" : " to") + " rank " +
+                   (ok ? std::to_string(peer) + (ranks_[peer].dead ? " (dead)" : "") : std::string("?"));
+      } else {
+        ++running;
+        continue;
+      }
+      Group& g = groups[key];
+      if (g.ranks++ == 0) g.example = example;
+    }
+  }
+  if (!groups.empty()) out += "hung communication on live ranks:\n";
+  size_t shown = 0;
+  for (const auto& [key, g] : groups) {
+    if (shown++ == 12) {
+      out += "  ... " + std::to_string(groups.size() - 12) + " more ops\n";
+      break;
+    }
+    out += "  " + std::to_string(g.ranks) + " rank(s) in " + key + "; e.g. " + g.example + "\n";
+  }
+  if (waiting_deps || running)
+    out += "other live streams: " + std::to_string(waiting_deps) + " wait on their dependencies, " +
+           std::to_string(running) + " were running a kernel\n";
 }
 
 void ProgramExecutor::emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end) {

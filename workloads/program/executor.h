@@ -10,8 +10,13 @@
 //
 // Failure is a state, not an exception: a rank whose GPU fails (its kernel activity fails, or its
 // SM pool is down when a kernel is issued) or that kill_rank() names is dead: it issues nothing
-// more, and whatever waits on it waits for ever; the run then drains and the caller reports the
-// pending work (describe_pending names dead ranks as dead and the members a collective misses).
+// more, and whatever waits on it waits for ever. The first failure arms the watchdog (PyTorch's
+// ProcessGroupNCCL watchdog): a communication op (collective, send, recv) of a live rank still
+// not done `watchdog` after that rank issued it aborts the job at that instant. The abort records
+// what waited on whom, closes the hung ops' trace spans, and withdraws every kernel, delay and
+// transfer of the job. (PyTorch's watchdog thread polls every 100 ms; the abort here is at the
+// exact deadline.) Without a watchdog the run drains and the caller reports the pending work
+// (describe_pending names dead ranks as dead and the members a collective misses).
 // A malformed program (members disagreeing on a collective, a message nobody receives, a rank
 // outside a communicator) stops the executor with error() set, naming both ranks and ops.
 //
@@ -71,6 +76,10 @@ struct ExecutorOptions {
   // Costs kernel ops when issued; null: a ProfileKernelCoster of the cluster's profile at the
   // accelerator's BF16 peak.
   const KernelCoster* coster = nullptr;
+  // PyTorch's NCCL process-group timeout: 10 minutes by default (kProcessGroupNCCLDefaultTimeout in
+  // torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp; init_process_group's `timeout`). Infinite:
+  // no watchdog (a hang drains the simulation).
+  sim::Time watchdog = sim::Time::sec(600);
 };
 
 class ProgramExecutor : public sim::ActivityOwner,
@@ -102,6 +111,20 @@ class ProgramExecutor : public sim::ActivityOwner,
   void fail_gpu(uint32_t gpu);
   bool dead(uint32_t rank) const { return ranks_[rank].dead; }
   uint32_t dead_ranks() const { return dead_count_; }
+  // Something failed (`what`, e.g. "node 2 (GPUs 16-23)"): the first failure is remembered for
+  // the report and shown as an instant in the trace, and the watchdog starts watching. kill_rank
+  // and fail_gpu call it; call it too when links go down under the job.
+  void note_failure(const std::string& what);
+  // An instant named `what` on every traced rank (a slowdown starting or ending, a failure).
+  void mark(const std::string& what);
+  // The watchdog aborted the job: when, and its report (the op that timed out, the first failure,
+  // what waited on whom at that moment).
+  bool aborted() const { return aborted_; }
+  sim::Time failed_at() const { return failed_at_; }  // the first failure; infinite if none
+  sim::Time aborted_at() const { return aborted_at_; }
+  const std::string& failure() const { return failure_what_; }
+  const std::string& abort_report() const { return abort_report_; }
+  size_t ops_total() const { return ops_total_; }
 
   void on_activity_done(sim::ActivityId, uint64_t tag) override;
   void on_activity_failed(sim::ActivityId, uint64_t tag) override;
@@ -179,6 +202,13 @@ class ProgramExecutor : public sim::ActivityOwner,
   void check_algorithms() const;
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   std::string describe_op(uint32_t rank, const Op& op) const;
+  // Watchdog: the live rank's communication op issued earliest and not done (false if none).
+  bool oldest_comm_op(uint32_t& rank, uint16_t& stream) const;
+  void schedule_watchdog();
+  void on_watchdog();
+  void abort_job(uint32_t rank, uint16_t stream);
+  void describe_hang(std::string& out) const;
+  void trace_instant(uint32_t rank, uint16_t stream, const std::string& name);
   uint16_t waiting_stream(uint32_t rank, uint32_t comm, uint32_t seq) const;
 
   topo::ClusterResources& res_;
@@ -239,6 +269,15 @@ class ProgramExecutor : public sim::ActivityOwner,
   uint64_t ops_executed_ = 0;
   sim::Time step_start_, step_end_;
   std::string error_;
+  // Failure and watchdog
+  sim::Time watchdog_;
+  bool watching_ = false;          // a failure happened: communication ops are watched
+  bool watchdog_armed_ = false;    // an event is scheduled at watchdog_at_
+  sim::EventId watchdog_event_{};
+  bool aborted_ = false;
+  sim::Time failed_at_ = sim::Time::infinite(), aborted_at_ = sim::Time::infinite();
+  std::string failure_what_, abort_report_;
+  size_t ops_total_ = 0;
   bool stopped_ = false;  // error_ is set: nothing more is issued
   // trace
   std::vector<uint8_t> traced_;

@@ -55,8 +55,8 @@ double Breakdown::total() const {
 }
 
 TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts,
-                           const std::vector<uint32_t>& trace_ranks)
-    : res_(res), ts_(ts), job_(ts.job) {
+                           const std::vector<uint32_t>& trace_ranks, StepOptions options)
+    : res_(res), ts_(ts), job_(ts.job), options_(std::move(options)) {
   job_.profile = res.profile();  // the cluster's hardware profile is the one that counts
   plan_ = build_training(job_);
   result_.memory = plan_.memory;
@@ -69,10 +69,15 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   result_.tokens_per_step = plan_.tokens_per_step;
   model_flops_per_step_ = plan_.model_flops_per_step;
   jp_ = training_job_program(job_, plan_, ts.algorithm_at);
+  if (!options_.gpu_of_rank.empty()) {
+    SIM_ASSERT(options_.gpu_of_rank.size() == jp_.world(), "StepOptions: one GPU per rank");
+    jp_.gpu_of_rank = options_.gpu_of_rank;
+  }
   const Layout& layout = jp_.layout;
   const auto& topo = res.topology();
-  jp_.rank_label = [&layout, &topo](uint32_t rank) {
-    return "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(rank)) + ", tp " +
+  const JobProgram& jp = jp_;
+  jp_.rank_label = [&layout, &topo, &jp](uint32_t rank) {
+    return "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(jp.gpu_of(rank))) + ", tp " +
            std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
            " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
   };
@@ -84,6 +89,7 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
   eo.coster = coster_.get();
+  eo.watchdog = options_.watchdog;
   exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
   res.simulation().add_pending_work(exec_.get());
 }
@@ -92,7 +98,12 @@ TrainingStep::~TrainingStep() {
   if (exec_) res_.simulation().remove_pending_work(exec_.get());  // the simulation may outlive the step
 }
 
-void TrainingStep::start() { exec_->start(); }
+void TrainingStep::start() {
+  for (uint32_t g : options_.failed_gpus) res_.fail_gpu(g);
+  for (uint32_t l : options_.failed_links) res_.fail_link(l);
+  if (!options_.failures.empty()) injector_ = std::make_unique<FailureInjector>(res_, *exec_, options_.failures);
+  exec_->start();
+}
 
 StepResult TrainingStep::finish(const sim::RunResult& run) {
   StepResult r = result_;
@@ -100,10 +111,19 @@ StepResult TrainingStep::finish(const sim::RunResult& run) {
   if (!exec.error().empty()) {
     r.outcome = StepOutcome::kError;
     r.report = exec.error();
+  } else if (exec.aborted()) {
+    r.outcome = StepOutcome::kAborted;
+    r.report = exec.abort_report();
   } else if (run.deadlocked || !exec.finished()) {
     r.outcome = StepOutcome::kStuck;
     r.report = run.deadlock_report;
   }
+  r.watchdog_s = options_.watchdog.is_infinite() ? 0 : options_.watchdog.seconds();
+  if (!exec.failed_at().is_infinite()) {
+    r.failure = exec.failure();
+    r.failed_at_s = (exec.failed_at() - exec.step_start()).seconds();
+  }
+  if (exec.aborted()) r.aborted_at_s = (exec.aborted_at() - exec.step_start()).seconds();
   const Layout& layout = jp_.layout;
   r.step_time_s = (exec.step_end() - exec.step_start()).seconds();
   r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
@@ -141,14 +161,15 @@ StepResult TrainingStep::finish(const sim::RunResult& run) {
   for (size_t s = 0; s < r.per_stage.size(); ++s) scale(r.per_stage[s], 1.0 / count[s]);
   r.events = res_.simulation().events_processed();
   r.ops = exec.ops_executed();
+  r.ops_total = exec.ops_total();
   r.rank_classes = jp_.templates.size();
   r.plans = exec.plans_lowered();
   return r;
 }
 
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
-                             const std::vector<uint32_t>& trace_ranks, StepHook* hook) {
-  TrainingStep step(res, ts, trace_ranks);
+                             const std::vector<uint32_t>& trace_ranks, StepHook* hook, StepOptions options) {
+  TrainingStep step(res, ts, trace_ranks, std::move(options));
   step.start();
   if (hook) hook->before_run(step.executor());
   auto run = res.simulation().run();

@@ -12,7 +12,9 @@
 #include <memory>
 
 #include "topology/cluster_resources.h"
+#include "topology/failure_events.h"
 #include "workloads/program/executor.h"
+#include "workloads/program/failure_injector.h"
 #include "workloads/training/training.h"
 #include "workloads/training/training_config.h"
 
@@ -26,8 +28,10 @@ struct Breakdown {
 };
 
 // How a simulated step ended: every rank finished; or it could not finish (a dead rank, a hang):
-// `report` names what waits on what; or the program was malformed (`report` says how).
-enum class StepOutcome { kCompleted, kStuck, kError };
+// `report` names what waits on what; or the program was malformed (`report` says how); or a
+// failure hung it and the watchdog aborted the job (`report` says which op timed out, the first
+// failure and what waited on whom).
+enum class StepOutcome { kCompleted, kStuck, kError, kAborted };
 
 struct StepResult {
   StepOutcome outcome = StepOutcome::kCompleted;
@@ -46,6 +50,12 @@ struct StepResult {
   bool fits = true;
   uint64_t events = 0;
   uint64_t ops = 0;
+  uint64_t ops_total = 0;
+  // Failures (times from the step's start, in seconds; negative: none). The work lost is the
+  // step up to the abort on every GPU of the job: a synchronous step keeps nothing of it.
+  std::string failure;  // the first failure ("node 7 (GPUs 56-63) died")
+  double failed_at_s = -1, aborted_at_s = -1;
+  double watchdog_s = 0;
   size_t rank_classes = 0;
   size_t plans = 0;
 };
@@ -64,12 +74,22 @@ class StepHook {
   virtual void before_run(ProgramExecutor& exec) = 0;
 };
 
+// Where the step runs and what fails during it.
+struct StepOptions {
+  std::vector<uint32_t> gpu_of_rank;         // placement (a spare in a dead node's place); empty: rank r on GPU r
+  std::vector<uint32_t> failed_gpus;         // dead before the step starts (a degraded cluster)
+  std::vector<uint32_t> failed_links;        // down before the step starts
+  std::vector<topo::FailureEvent> failures;  // during the step, at their times from its start
+  sim::Time watchdog = sim::Time::sec(600);  // ExecutorOptions::watchdog
+};
+
 // One training step on a cluster, in two halves around the simulation's run: the constructor
 // builds the programs and checks memory (throws sim::UserError when a stage does not fit and
 // allow_oom is false), start() issues the first ops, finish() summarises what the run reached.
 class TrainingStep {
  public:
-  TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks);
+  TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks,
+               StepOptions options = {});
   ~TrainingStep();
   TrainingStep(const TrainingStep&) = delete;  // the executor refers to the step's program
   TrainingStep& operator=(const TrainingStep&) = delete;
@@ -88,12 +108,15 @@ class TrainingStep {
   std::unique_ptr<CollectiveRuntime> runtime_;
   std::unique_ptr<ProfileKernelCoster> coster_;
   std::unique_ptr<ProgramExecutor> exec_;
+  StepOptions options_;
+  std::unique_ptr<FailureInjector> injector_;
 };
 
 // Builds the programs, checks memory (throws sim::UserError when a stage does not fit and
 // allow_oom is false), runs the step and summarises it. A step that cannot finish is an outcome
 // (kStuck, kError with its report), not an exception; the times are then those reached.
 StepResult run_training_step(topo::ClusterResources& res, const TrainingSettings& ts,
-                             const std::vector<uint32_t>& trace_ranks, StepHook* hook = nullptr);
+                             const std::vector<uint32_t>& trace_ranks, StepHook* hook = nullptr,
+                             StepOptions options = {});
 
 }  // namespace wl
