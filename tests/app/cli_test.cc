@@ -98,6 +98,7 @@ class CliDeterminism : public CliTest {};
 class CliResolved : public CliTest {};
 class CliTrace : public CliTest {};
 class CliSubcommands : public CliTest {};
+class CliFailures : public CliTest {};
 
 std::vector<fs::path> example_scenarios() {
   std::vector<fs::path> v;
@@ -587,6 +588,125 @@ TEST_F(CliTrace, StructureAndUnits) {
     EXPECT_NEAR(e["dur"].get<double>(), hand_us, 0.001);
     // Back to back from t = 0; each start is rounded to the nanosecond.
     EXPECT_NEAR(e["ts"].get<double>(), k * hand_us, 0.001 * (k + 1));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures inside a step (issue 9): node 7 of the Llama 3 8B example (TP 8, PP 4, DP 2 on 8 DGX
+// nodes: ranks 56-63, pipeline stage 3 of data-parallel replica 1) dies at 700 ms, inside the
+// step (about 1.2 s). The ranks of its replica's other stages and then the other replica (in the
+// data-parallel all-reduce) wait for it for ever; the watchdog (10 s here) aborts the job.
+
+std::string with_failures(const std::string& failures) {
+  return read_text(kSourceDir / "workloads" / "scenarios" / "llama3-8b-64xh100-1f1b.yaml") + "failures:\n" + failures;
+}
+
+TEST_F(CliFailures, NodeDeathInsideALlama3StepIsAbortedOneWatchdogTimeoutAfterTheOldestHungOp) {
+  std::string all_ranks;
+  for (int r = 0; r < 64; ++r) all_ranks += (r ? "," : "") + std::to_string(r);
+  write_text(file("healthy.yaml"), with_failures("  events: []\n"));
+  ASSERT_EQ(run({"run", "healthy.yaml", "--quiet", "--trace", "h.json", "--trace-ranks", all_ranks}).status, 0);
+  write_text(file("f.yaml"), with_failures("  watchdog: 10s\n  events: [{at: 700ms, kill: {node: 7}}]\n"));
+  CliResult r = run({"run", "f.yaml", "--json", "f.json", "--trace", "t.json", "--trace-ranks", all_ranks});
+  EXPECT_EQ(r.status, 4) << r.err;  // aborted
+  EXPECT_TRUE(contains(r.err, "clustersim: aborted: node 7 (GPUs 56-63) died at 700 ms")) << r.err;
+  EXPECT_TRUE(contains(r.out, "ABORTED by the watchdog")) << r.out;
+  json res = read_json("f.json");
+  ASSERT_EQ(res["status"], "aborted");
+  EXPECT_DOUBLE_EQ(res["failure"]["failed_at_s"].get<double>(), 0.7);
+  const double abort_s = res["failure"]["aborted_at_s"].get<double>();
+  // The whole step up to the abort is lost on all 64 GPUs.
+  EXPECT_NEAR(res["failure"]["work_lost_gpu_s"].get<double>(), abort_s * 64, 1e-6);
+
+  // The trace: the death as an instant at 700 ms, the watchdog and the abort as instants at the
+  // abort; the ops in flight on live ranks as spans that end at the abort.
+  json tr = read_json("t.json");
+  std::string fired;
+  int fired_pid = -1;
+  double abort_us = -1, death_us = -1;
+  std::vector<json> hung;
+  for (const auto& e : tr["traceEvents"]) {
+    if (e["ph"] == "i" && e["name"] == "failure: node 7 (GPUs 56-63) died" && e["pid"] == 0) death_us = e["ts"];
+    if (e["ph"] == "i" && e["name"].get<std::string>().rfind("watchdog timeout: ", 0) == 0) {
+      fired = e["name"].get<std::string>().substr(18);
+      fired_pid = e["pid"];
+      abort_us = e["ts"];
+    }
+  }
+  EXPECT_DOUBLE_EQ(death_us, 700000.0);
+  ASSERT_GE(fired_pid, 0) << "no watchdog instant in the trace";
+  EXPECT_NEAR(abort_us, abort_s * 1e6, 1e-3);
+  for (const auto& e : tr["traceEvents"])
+    if (e["ph"] == "X" && std::abs(e["ts"].get<double>() + e["dur"].get<double>() - abort_us) < 1e-3) hung.push_back(e);
+  ASSERT_FALSE(hung.empty());
+  // The watchdog fires exactly one timeout after the oldest op still hung was issued, and that op
+  // is the one it names: no span cut by the abort started before it.
+  double oldest = abort_us;
+  for (const auto& e : hung) oldest = std::min(oldest, e["ts"].get<double>());
+  EXPECT_NEAR(abort_us - oldest, 10e6, 1e-3) << "abort " << abort_us << " us, oldest hung op issued at " << oldest;
+  bool found = false;
+  for (const auto& e : hung)
+    if (e["pid"] == fired_pid && e["name"] == fired && std::abs(e["ts"].get<double>() - oldest) < 1e-3) found = true;
+  EXPECT_TRUE(found) << "the op the watchdog names (" << fired << " on rank " << fired_pid << ") is the oldest hung";
+  // Until a rank blocks on the dead node it runs as in the healthy step: the op was issued at the
+  // same time there (where it then completed).
+  json h = read_json("h.json");
+  bool same_issue = false;
+  for (const auto& e : h["traceEvents"])
+    if (e["ph"] == "X" && e["pid"] == fired_pid && e["name"] == fired && std::abs(e["ts"].get<double>() - oldest) < 1e-3)
+      same_issue = true;
+  EXPECT_TRUE(same_issue) << fired << " on rank " << fired_pid << " is issued at " << oldest << " us in the healthy step";
+  // No rank of the dead node has a span after its death.
+  for (const auto& e : tr["traceEvents"])
+    if (e["ph"] == "X" && e["pid"].get<int>() >= 56) EXPECT_LE(e["ts"].get<double>(), 700000.0) << e.dump();
+}
+
+TEST_F(CliFailures, ElasticRecoveryRunsTheNextStepWithOneReplicaFewer) {
+  // Node 7 holds ranks of replica 1 only: elastic recovery drops that replica and goes on with
+  // replica 0 (GPUs 0-31) at half the global batch. That is exactly the job "dp 1, global batch
+  // 32" on the same cluster with its last 4 nodes idle (spare_nodes: 4), so the step times agree.
+  write_text(file("f.yaml"), with_failures("  watchdog: 10s\n  recovery: elastic\n  events: [{at: 700ms, kill: {node: 7}}]\n"));
+  CliResult r = run({"run", "--json", "f.json", "f.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "changes the training")) << r.out;
+  json res = read_json("f.json");
+  EXPECT_EQ(res["status"], "recovered");
+  ASSERT_TRUE(res["recovery"].contains("step")) << res.dump(2);
+  write_text(file("ref.yaml"), read_text(kSourceDir / "workloads" / "scenarios" / "llama3-8b-64xh100-1f1b.yaml"));
+  ASSERT_EQ(run({"run", "ref.yaml", "--quiet", "--json", "ref.json", "--set", "cluster.spare_nodes=4", "--set",
+                 "workload.parallelism.dp=1", "--set", "workload.training.global_batch=32"})
+                .status,
+            0);
+  json ref = read_json("ref.json");
+  EXPECT_DOUBLE_EQ(res["recovery"]["step"]["step_time_s"].get<double>(), ref["step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(res["recovery"]["step"]["workload"]["tokens_per_step"].get<double>(), 32.0 * 8192);
+}
+
+TEST_F(CliFailures, SpareRecoveryMovesTheDeadNodesRanks) {
+  write_text(file("f.yaml"), with_failures("  watchdog: 10s\n  recovery: spare\n  events: [{at: 700ms, kill: {gpu: 60}}]\n"));
+  CliResult r = run({"run", "f.yaml", "--json", "f.json", "--set", "cluster.nodes=9", "--set", "cluster.spare_nodes=1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json res = read_json("f.json");
+  EXPECT_EQ(res["recovery"]["change"], "the ranks of node 7 moved to spare node 8");
+  EXPECT_EQ(res["recovery"]["step"]["workload"]["tokens_per_step"].get<double>(), 64.0 * 8192);
+}
+
+TEST_F(CliFailures, BadFailureInputsAreOneLineNamingTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"  events: [{at: 1ms, kill: {node: 8}}]\n", "failures.events[0].kill.node: node 8 is outside the cluster"},
+      {"  events: [{at: -1ms, kill: {gpu: 1}}]\n", "failures.events[0].at"},
+      {"  events: [{at: 1ms, kill: {switch: nowhere}}]\n", "no vertex 'nowhere'"},
+      {"  events: [{at: 1ms, slow: {gpu: 1, factor: 0.5}}]\n", "failures.events[0].slow.factor"},
+      {"  recovery: spare\n  events: []\n", "failures.recovery: recovery: spare needs hot spare nodes"},
+      {"  recovery: sometimes\n  events: []\n", "failures.recovery"},
+      {"  watchdog: 0s\n  events: []\n", "failures.watchdog"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    SCOPED_TRACE(yaml);
+    write_text(file("bad.yaml"), with_failures(yaml));
+    CliResult r = run({"run", "bad.yaml"});
+    expect_one_error_line(r);
+    EXPECT_TRUE(contains(r.err, message)) << r.err;
   }
 }
 
