@@ -329,7 +329,10 @@ class Lane {
       install(s, t);
     }
   }
-  double next_node_event() const { return empties_.empty() || repairs_.empty() ? kInf : repairs_.front(); }
+  // A repaired node back while positions are empty (one already back is put in now).
+  double next_node_event() const {
+    return empties_.empty() || repairs_.empty() ? kInf : std::max(repairs_.front(), t_);
+  }
 
   // --- elastic units -------------------------------------------------------------------------
 
@@ -611,7 +614,7 @@ class Lane {
 
   void on_node_event(double t) {
     if (phase_ != Phase::kRunning) account_to(t);
-    t_ = std::max(t_, t);
+    t_ = t;
     fill(t);
     if (phase_ == Phase::kDown && stage_ == Stage::kWait && empties_.empty()) enter_wait(t);
   }
