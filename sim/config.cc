@@ -706,6 +706,13 @@ void ConfigDoc::check_all_used() const {
   check_used(*state_, state_->root, "", state_->location_of("", state_->root.Mark(), state_->name));
 }
 
+std::string ConfigNode::resolved_yaml() const {
+  YAML::Emitter out;
+  out << rec_->node;
+  SIM_ASSERT(out.good(), "yaml-cpp could not emit " + rec_->path + ": " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
 std::string ConfigDoc::resolved_yaml() const {
   YAML::Emitter out;
   out << state_->root;

@@ -54,6 +54,8 @@ class ConfigNode {
   ConfigNode child_map(std::string_view key) const;
   // The name of the document this node belongs to (its file name as loaded).
   const std::string& document_name() const;
+  // This node's subtree as YAML, with the defaults binding code has filled in so far.
+  std::string resolved_yaml() const;
   // Keys in document order (overrides and applied defaults come last).
   std::vector<std::string> keys() const;
 

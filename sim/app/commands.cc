@@ -6,6 +6,9 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -129,6 +132,55 @@ int cmd_run(const RunOptions& opt) {
     std::fflush(stdout);
     std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
     return 4;
+  }
+  return 0;
+}
+
+int cmd_faults(const FaultsOptions& opt) {
+  auto wall0 = std::chrono::steady_clock::now();
+  std::vector<std::string> overrides = opt.overrides;
+  if (opt.seed) overrides.push_back("seed=" + std::to_string(*opt.seed));
+  if (!opt.step_cache.empty()) overrides.push_back("workload.step_cache=" + opt.step_cache);
+  wl::Scenario sc = bind_file(opt.scenario, overrides, true);
+  if (sc.kind->name != "campaign")
+    throw sim::UserError((opt.scenario.empty() ? std::string("the default scenario") : opt.scenario) + ": workload.kind is '" +
+                         std::string(sc.kind->name) +
+                         "'; faults runs a campaign: workload: {kind: campaign, job: {kind: " + std::string(sc.kind->name) +
+                         ", ...}, duration: 54d, failures: {profile: llama3-405b}} (see README, Fault tolerance)");
+  sc.doc.check_all_used();
+  if (!opt.json.empty()) {
+    std::ofstream probe(opt.json, std::ios::app);
+    if (!probe) throw sim::UserError("--json: cannot write " + opt.json);
+  }
+  sim::Simulation sim(sc.seed);
+  wl::JobContext ctx;
+  ctx.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ctx.trials = opt.trials;
+  const bool tty = !opt.quiet && isatty(fileno(stderr));
+  if (tty) {
+    ctx.progress = [wall0](int64_t done) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      std::fprintf(stderr, "\r  %lld trials done, %.1f s", static_cast<long long>(done), s);
+    };
+  }
+  if (!opt.quiet) std::printf("clustersim faults: %s (seed %llu)\n\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
+  wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
+  if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  const wl::JobResult& result = *out.result;
+  if (!result.completed()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
+    return 3;
+  }
+  if (!opt.quiet) std::fputs(result.summary().c_str(), stdout);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (!opt.quiet) std::printf("\ncampaign simulated in %.2f s of wall time on %d threads\n", wall_s, ctx.threads);
+  if (!opt.json.empty()) {
+    nlohmann::ordered_json j;
+    j["scenario"] = sc.name;
+    j["seed"] = sc.seed;
+    result.to_json(j);
+    write_file(opt.json, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -35,7 +35,20 @@ struct ValidateOptions {
   int threads = 2;
 };
 
+// `clustersim faults`: a campaign scenario (workload.kind: campaign) over many trials.
+struct FaultsOptions {
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::optional<uint64_t> seed;
+  int64_t trials = 0;  // 0: the scenario's workload.trials
+  int threads = 0;     // 0: every core
+  std::string json;
+  std::string step_cache;  // overrides workload.step_cache
+  bool quiet = false;
+};
+
 int cmd_run(const RunOptions& opt);
+int cmd_faults(const FaultsOptions& opt);
 int cmd_topology(const TopologyOptions& opt);
 int cmd_catalog();
 // Predicted vs published throughput (sim/app/validate.cc); 1 when a row is outside tolerance.

@@ -37,6 +37,20 @@ int main(int argc, char** argv) {
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
 
   app::ValidateOptions val;
+  app::FaultsOptions faults;
+  auto* faults_cmd = app.add_subcommand(
+      "faults", "Fault-tolerance campaign: a training job over days to months under random failures (workload.kind: campaign)");
+  faults_cmd->add_option("scenario", faults.scenario, "Campaign scenario YAML file")->required();
+  faults_cmd->add_option("--set", faults.overrides, "Override a scenario key (repeatable)");
+  faults_cmd->add_option("--seed", faults.seed, "Random seed (overrides the scenario's `seed`)");
+  faults_cmd->add_option("--trials", faults.trials, "Independent trials (default: the scenario's workload.trials)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  faults_cmd->add_option("--threads", faults.threads, "Trials run at once (default: every core); results do not depend on it")
+      ->check(CLI::Range(1, 1024));
+  faults_cmd->add_option("--json", faults.json, "Write results as JSON (scripts/plot_campaign.py draws them)");
+  faults_cmd->add_option("--step-cache", faults.step_cache, "File of cached step times (overrides workload.step_cache)");
+  faults_cmd->add_flag("-q,--quiet", faults.quiet, "Print nothing but errors");
+
   auto* val_cmd =
       app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
@@ -58,6 +72,7 @@ int main(int argc, char** argv) {
     if (*topo_cmd) return app::cmd_topology(topo);
     if (*catalog_cmd) return app::cmd_catalog();
     if (*val_cmd) return app::cmd_validate(val);
+    if (*faults_cmd) return app::cmd_faults(faults);
   } catch (const sim::UserError& e) {
     std::fprintf(stderr, "clustersim: error: %s\n", e.what());
     return 2;

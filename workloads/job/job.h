@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +44,11 @@ class JobResult {
 
 struct JobContext {
   std::vector<uint32_t> trace_ranks;  // ranks whose ops become trace spans
+  // For kinds that run many independent simulations (a campaign's trials): threads to use, the
+  // number of trials (0: the scenario's), and a progress report (trials done so far).
+  int threads = 1;
+  int64_t trials = 0;
+  std::function<void(int64_t)> progress;
 };
 
 class Job {
@@ -61,6 +67,7 @@ struct BindContext {
   const topo::ClusterConfig& cluster;
   const topo::Topology& topology;
   std::optional<sim::ConfigNode> failures;  // the scenario's `failures:` section, when it has one
+  std::string cluster_yaml;                 // the resolved `cluster:` section (a key for cached results)
   // A kind that cannot take failures refuses the section (naming itself).
   void refuse_failures(std::string_view kind) const;
 };

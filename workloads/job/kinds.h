@@ -11,4 +11,6 @@ std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& workload, const
 std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& workload, const BindContext& ctx);
 std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& workload, const BindContext& ctx);
 
+std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& workload, const BindContext& ctx);
+
 }  // namespace wl

@@ -34,7 +34,7 @@ Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool w
   const std::string kind = w.get_enum("kind", names);
   for (const WorkloadKind& k : workload_kinds())
     if (k.name == kind) sc.kind = &k;
-  BindContext ctx{sc.cluster, *sc.topology, root.find("failures")};
+  BindContext ctx{sc.cluster, *sc.topology, root.find("failures"), cluster.resolved_yaml()};
   sc.job = sc.kind->bind(w, ctx);
   if (auto out = root.find("output")) {
     sc.trace = out->get_string("trace", "");
@@ -52,6 +52,13 @@ Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool w
 }
 
 ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<uint32_t>& trace_ranks) {
+  JobContext ctx;
+  ctx.trace_ranks = trace_ranks;
+  return run_scenario(sc, sim, ctx);
+}
+
+ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& ctx) {
+  const std::vector<uint32_t>& trace_ranks = ctx.trace_ranks;
   // The observers are finished once, when the job is done; when setting up throws, still before
   // the caller's observers go away, so a trace ends at the time the run stopped.
   struct FinishOnExit {
@@ -65,8 +72,6 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<u
   } finish_on_exit{sim};
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
   if (!trace_ranks.empty()) res.enable_link_counters(trace_ranks);
-  JobContext ctx;
-  ctx.trace_ranks = trace_ranks;
   sc.job->start(res, ctx);
   auto run = sim.run();
   ScenarioRun out;

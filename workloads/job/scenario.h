@@ -53,5 +53,7 @@ struct ScenarioRun {
 // job and then the observers (sim.finish()). Throws sim::UserError for errors found while
 // setting up (e.g. a step that does not fit in memory).
 ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<uint32_t>& trace_ranks);
+// The same with the job's whole context (threads, trials, progress for campaigns).
+ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& ctx);
 
 }  // namespace wl

@@ -1,0 +1,339 @@
+// workloads/job/campaign_kind.cc: `workload: {kind: campaign}`. A campaign runs a training (or
+// DiLoCo) job for days to months under random failures (workloads/campaign/campaign.h); the step
+// time of every state the job passes through (the full job, elastic data parallelism with k
+// replicas dropped, one DiLoCo island) comes from the step simulator, simulated once per state and
+// cached in memory and, with `step_cache: FILE`, in a file keyed by the resolved cluster and job.
+//
+//   workload:
+//     kind: campaign
+//     job: {kind: training, model: ..., parallelism: ...}   # or kind: diloco
+//     duration: 54d
+//     failures: {profile: llama3-405b}
+//     policy: hot_spares
+//     trials: 1000
+//     step_cache: llama3-405b.stepcache
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/error.h"
+#include "sim/random.h"
+#include "workloads/campaign/campaign.h"
+#include "workloads/campaign/campaign_config.h"
+#include "workloads/diloco/diloco.h"
+#include "workloads/job/format.h"
+#include "workloads/job/kinds.h"
+#include "workloads/job/training_kind.h"
+#include "workloads/model/transformer.h"
+
+namespace wl {
+
+namespace {
+
+// Bump when the step simulator's timings change, so that cached step times are not reused.
+constexpr const char* kStepModelVersion = "clustersim-step-2026-11-24";
+
+// The axis whose groups are whole replicas (elastic data parallelism drops them): HSDP's replicate
+// groups, else DDP's data-parallel groups; kCount when the state is sharded over every dp rank.
+Dim replica_axis_of(const TrainingJob& j) {
+  if (j.dp_outer > 1) return Dim::kDpOuter;
+  if (j.data_parallel == DataParallel::kDdp && j.dp > 1) return Dim::kDp;
+  return Dim::kCount;
+}
+
+// The job with `down` replicas dropped: the first replicas - down go on at a proportionally
+// smaller global batch (on the GPUs they had; the others idle).
+TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down) {
+  TrainingSettings out = ts;
+  if (down == 0) return out;
+  const Dim axis = replica_axis_of(ts.job);
+  int64_t& size = axis == Dim::kDp ? out.job.dp : out.job.dp_outer;
+  const int64_t replicas = size;
+  size = replicas - down;
+  out.job.global_batch = ts.job.global_batch / replicas * size;
+  return out;
+}
+
+// Step costs by state, simulated on their own simulations (one at a time: the topology's route
+// caches are not shared across threads) and memoised; with a cache file, read at start and
+// appended to as states are simulated.
+class SimulatedStepCosts : public StepCostSource {
+ public:
+  SimulatedStepCosts(const topo::Topology& topo, const topo::ClusterConfig& cluster, uint64_t seed)
+      : topo_(topo), cluster_(cluster), seed_(seed) {}
+
+  void set_training(const TrainingSettings* ts) { ts_ = ts; }
+  void set_diloco(const DilocoSettings* ds) { ds_ = ds; }
+  void set_cache(std::string path, uint64_t key) {
+    cache_path_ = std::move(path);
+    key_ = key;
+    if (cache_path_.empty()) return;
+    std::ifstream in(cache_path_);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream ls(line);
+      std::string key_hex;
+      int64_t k = 0;
+      StepCost c;
+      if (!(ls >> key_hex >> k >> c.seconds >> c.tokens)) continue;
+      if (key_hex == hex(key_)) memo_[k] = c;
+    }
+    from_cache_ = static_cast<int64_t>(memo_.size());
+  }
+  // A state simulated elsewhere (the full job in the scenario's own, traced simulation).
+  void put(int64_t k, StepCost c, double cpu_s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (memo_.count(k)) return;
+    memo_[k] = c;
+    ++simulated_;
+    cpu_s_ += cpu_s;
+    append(k, c);
+  }
+  bool has(int64_t k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return memo_.count(k) != 0;
+  }
+
+  StepCost step(int64_t replicas_down) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = memo_.find(replicas_down);
+    if (it != memo_.end()) return it->second;
+    const auto t0 = std::chrono::steady_clock::now();
+    StepCost c = simulate(replicas_down);
+    cpu_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++simulated_;
+    memo_[replicas_down] = c;
+    append(replicas_down, c);
+    return c;
+  }
+
+  int64_t simulated() const { return simulated_; }
+  int64_t from_cache() const { return from_cache_; }
+  double simulation_s() const { return cpu_s_; }
+  std::string problem() const { return problem_; }
+
+ private:
+  static std::string hex(uint64_t v) {
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+    return buf;
+  }
+  void append(int64_t k, StepCost c) {
+    if (cache_path_.empty()) return;
+    std::ofstream out(cache_path_, std::ios::app);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s %" PRId64 " %.17g %.17g\n", hex(key_).c_str(), k, c.seconds, c.tokens);
+    out << buf;
+  }
+  StepCost simulate(int64_t k) {
+    const TrainingSettings ts = ds_ ? ds_->island : without_replicas(*ts_, k);
+    sim::Simulation sim(seed_);
+    topo::ClusterResources res(sim, topo_, cluster_.gpu, cluster_.profile);
+    StepResult r;
+    {
+      TrainingStep step(res, ts, {});
+      step.start();
+      r = step.finish(sim.run());
+    }
+    sim.finish();
+    if (r.outcome != StepOutcome::kCompleted) {
+      // A state whose step cannot run is reported; the campaign sees it as a stop of the job.
+      if (problem_.empty()) problem_ = "the step with " + std::to_string(k) + " replicas dropped did not complete: " + r.report;
+      return StepCost{};
+    }
+    return StepCost{r.step_time_s, r.tokens_per_step};
+  }
+
+  const topo::Topology& topo_;
+  const topo::ClusterConfig& cluster_;
+  uint64_t seed_;
+  const TrainingSettings* ts_ = nullptr;
+  const DilocoSettings* ds_ = nullptr;
+  std::mutex mu_;
+  std::map<int64_t, StepCost> memo_;
+  std::string cache_path_;
+  uint64_t key_ = 0;
+  int64_t simulated_ = 0, from_cache_ = 0;
+  double cpu_s_ = 0;
+  std::string problem_;
+};
+
+class CampaignResult : public JobResult {
+ public:
+  CampaignResult(const CampaignSpec& spec, CampaignSummary summary, std::optional<IntervalSweep> sweep,
+                 std::string steps_note, int64_t simulated, int64_t cached, std::string problem)
+      : spec_(spec), summary_(std::move(summary)), sweep_(std::move(sweep)), steps_note_(std::move(steps_note)),
+        simulated_(simulated), cached_(cached), problem_(std::move(problem)) {}
+  bool completed() const override { return problem_.empty(); }
+  std::string problem() const override { return problem_; }
+  std::string summary() const override {
+    std::string o = campaign_summary_text(spec_, summary_);
+    if (sweep_) o += "\n" + campaign_sweep_text(spec_, *sweep_);
+    return o + "\n" + steps_note_ + "\n";
+  }
+  void to_json(nlohmann::ordered_json& out) const override {
+    campaign_to_json(spec_, summary_, out);
+    if (sweep_) campaign_sweep_to_json(spec_, *sweep_, out);
+    // Counts only: wall times would make the JSON differ between identical runs.
+    out["step_simulations"] = {{"run", simulated_}, {"from_cache", cached_}};
+  }
+  std::string fingerprint() const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "campaign trials=%lld ettr=%.9f goodput=%.6f interruptions=%.6f step_ns=%lld",
+                  static_cast<long long>(summary_.trials), summary_.ettr.mean, summary_.goodput_tokens_per_s.mean,
+                  summary_.interruptions.mean, static_cast<long long>(std::llround(summary_.step_s * 1e9)));
+    return buf;
+  }
+
+ private:
+  const CampaignSpec& spec_;
+  CampaignSummary summary_;
+  std::optional<IntervalSweep> sweep_;
+  std::string steps_note_;
+  int64_t simulated_ = 0, cached_ = 0;
+  std::string problem_;
+};
+
+class CampaignJob : public Job {
+ public:
+  CampaignJob(CampaignSpec spec, std::optional<TrainingSettings> ts, std::optional<DilocoSettings> ds,
+              std::string cache_path, uint64_t cache_key, const topo::Topology& topo, const topo::ClusterConfig& cluster)
+      : spec_(std::move(spec)),
+        ts_(std::move(ts)),
+        ds_(std::move(ds)),
+        cache_path_(std::move(cache_path)),
+        cache_key_(cache_key),
+        topo_(topo),
+        cluster_(cluster) {}
+
+  void start(topo::ClusterResources& res, const JobContext& ctx) override {
+    ctx_ = ctx;
+    costs_ = std::make_unique<SimulatedStepCosts>(topo_, cluster_, res.simulation().random().seed());
+    if (ts_) costs_->set_training(&*ts_);
+    if (ds_) costs_->set_diloco(&*ds_);
+    costs_->set_cache(cache_path_, sim::splitmix64(cache_key_ ^ res.simulation().random().seed()));
+    seed_ = res.simulation().random().seed();
+    // The full job's step runs in the scenario's own simulation (traced when asked), unless cached.
+    if (!costs_->has(0)) {
+      t0_ = std::chrono::steady_clock::now();
+      step_ = std::make_unique<TrainingStep>(res, ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
+      step_->start();
+    }
+  }
+
+  std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
+    std::string problem;
+    if (step_) {
+      StepResult r = step_->finish(run);
+      step_.reset();
+      const double cpu = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      if (r.outcome != StepOutcome::kCompleted) {
+        problem = "the job's step did not complete, so the campaign cannot run: " + r.report;
+        return std::make_unique<CampaignResult>(spec_, CampaignSummary{}, std::nullopt, "", 0, 0, problem);
+      }
+      costs_->put(0, StepCost{r.step_time_s, r.tokens_per_step}, cpu);
+    }
+    if (ds_ && spec_.policy == CampaignPolicy::kIslands && spec_.job.outer_sync_s <= 0) {
+      // The outer synchronisation of a round, from the DiLoCo timeline on the WAN.
+      StepResult island;
+      island.step_time_s = costs_->step(0).seconds;
+      island.tokens_per_step = costs_->step(0).tokens;
+      DilocoResult d = diloco_after_island_step(*ds_, island, seed_);
+      spec_.job.outer_sync_s = d.diloco.fragment_sync_time_s * static_cast<double>(ds_->config.sync.fragments);
+    }
+    const int64_t trials = ctx_.trials > 0 ? ctx_.trials : spec_.trials;
+    const uint64_t seed = seed_;
+    CampaignSummary summary = run_campaign(spec_, *costs_, trials, seed, ctx_.threads, ctx_.progress);
+    std::optional<IntervalSweep> sweep;
+    if (spec_.checkpoint.sweep_requested())
+      sweep = sweep_checkpoint_interval(spec_, *costs_, sweep_intervals(spec_, *costs_), trials, seed, ctx_.threads,
+                                        ctx_.progress);
+    std::string note;
+    appendf(note, "step simulations: %lld run (%.2f s of wall time), %lld read from the step cache%s%s",
+            static_cast<long long>(costs_->simulated()), costs_->simulation_s(),
+            static_cast<long long>(costs_->from_cache()), cache_path_.empty() ? "" : " ",
+            cache_path_.empty() ? " (no step_cache file)" : cache_path_.c_str());
+    if (!costs_->problem().empty()) problem = costs_->problem();
+    return std::make_unique<CampaignResult>(spec_, std::move(summary), std::move(sweep), note, costs_->simulated(),
+                                            costs_->from_cache(), problem);
+  }
+
+ private:
+  CampaignSpec spec_;
+  std::optional<TrainingSettings> ts_;
+  std::optional<DilocoSettings> ds_;
+  std::string cache_path_;
+  uint64_t cache_key_;
+  const topo::Topology& topo_;
+  const topo::ClusterConfig& cluster_;
+  JobContext ctx_;
+  std::unique_ptr<SimulatedStepCosts> costs_;
+  std::unique_ptr<TrainingStep> step_;
+  std::chrono::steady_clock::time_point t0_;
+  uint64_t seed_ = 1;
+};
+
+// 64-bit FNV-1a over the texts.
+uint64_t fnv(std::initializer_list<std::string_view> parts) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (std::string_view p : parts) {
+    for (char c : p) {
+      h ^= static_cast<uint8_t>(c);
+      h *= 0x100000001B3ull;
+    }
+    h ^= 0xFF;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindContext& ctx) {
+  ctx.refuse_failures("campaign");
+  const topo::ClusterConfig& cluster = ctx.cluster;
+  const sim::ConfigNode job = w.child("job");
+  if (!job.is_map()) job.fail("the job the campaign runs: {kind: training | diloco, ...}");
+  const std::string kind = job.get_enum("kind", {"training", "diloco"});
+  CampaignDefaults d;
+  d.gpus_per_node = cluster.spec.gpus_per_node;
+  std::optional<TrainingSettings> ts;
+  std::optional<DilocoSettings> ds;
+  const TrainingJob* tj = nullptr;
+  if (kind == "training") {
+    ts = bind_training(job, cluster.gpu, cluster.job_gpus());
+    tj = &ts->job;
+  } else {
+    ds = bind_diloco(job, cluster.gpu, cluster.job_gpus());
+    tj = &ds->island.job;
+    d.diloco = true;
+    d.islands = ds->config.islands;
+    d.inner_steps_per_round = ds->config.inner_steps;
+  }
+  d.job_nodes = static_cast<int64_t>(cluster.spec.nodes - cluster.spare_nodes);
+  const Dim axis = replica_axis_of(*tj);
+  d.dp_replicas = axis == Dim::kCount ? 1 : (axis == Dim::kDp ? tj->dp : tj->dp_outer);
+  d.nodes_per_replica = std::max<int64_t>(1, d.job_nodes / d.dp_replicas);
+  // A checkpoint holds the weights and the optimizer state (fp32 master weights, Adam's moments):
+  // AdamBytes param + optimizer bytes per parameter, 2 + 12 = 14 by default (gradients are not saved).
+  d.checkpoint_bytes = static_cast<double>(count_params(tj->model).total) * (tj->adam.param + tj->adam.optimizer);
+  CampaignSpec spec = bind_campaign(w, d);
+  std::string cache = w.get_string("step_cache", "");
+  if (!cache.empty()) {
+    std::ofstream probe(cache, std::ios::app);
+    if (!probe) w.child("step_cache").fail("cannot open '" + cache + "' to append step times");
+  }
+  // Cached step times belong to this cluster and job (and the seed, mixed in at start).
+  const uint64_t key = fnv({kStepModelVersion, ctx.cluster_yaml, job.resolved_yaml()});
+  return std::make_unique<CampaignJob>(std::move(spec), std::move(ts), std::move(ds), cache, key, ctx.topology,
+                                       cluster);
+}
+
+}  // namespace wl
