@@ -16,7 +16,10 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$bin" run --quiet --fingerprint "$tmp/scenarios.txt"
 for f in $(cd "$root/workloads/scenarios" && ls *.yaml | LC_ALL=C sort); do
-  "$bin" run --quiet --fingerprint "$tmp/scenarios.txt" "$root/workloads/scenarios/$f"
+  case "$f" in
+    *131k*) "$bin" run "$root/workloads/scenarios/$f" --quiet --check --fingerprint "$tmp/scenarios.txt" ;;  # minutes each: schema only
+    *) "$bin" run --quiet --fingerprint "$tmp/scenarios.txt" "$root/workloads/scenarios/$f" ;;
+  esac
 done
 # validate exits 1 when a row is outside its tolerance; the fingerprints are still written.
 "$bin" validate --threads "$(nproc)" --fingerprint "$tmp/validate.txt" >/dev/null 2>&1 || true

@@ -35,6 +35,7 @@ struct FailureEvent {
   double factor = 1;            // slowdowns: rate divided by this (> 1 slows)
   sim::Time duration = sim::Time::infinite();  // slowdowns: how long; infinite: to the end
   std::string what;             // "node 2 (GPUs 16-23)", for reports and the trace
+  std::string where;            // "file:line:col: failures.events[0].at", for errors found after the run
 };
 
 // Binds a `failures.events` list; throws sim::ConfigError naming the entry and key for an unknown

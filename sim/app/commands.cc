@@ -59,6 +59,16 @@ int cmd_run(const RunOptions& opt) {
   if (opt.seed) sc.seed = *opt.seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
   if (!opt.resolved.empty()) write_file(opt.resolved, sc.doc.resolved_yaml());
+  if (opt.check) {
+    if (!opt.quiet)
+      std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
+                  std::string(sc.kind->name).c_str(), sc.topology->num_gpus());
+    if (!opt.fingerprint.empty()) {
+      std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
+      append_file(opt.fingerprint, name + " checked-only\n");
+    }
+    return 0;
+  }
 
   sim::Simulation sim(sc.seed);
   std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;

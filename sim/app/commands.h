@@ -20,6 +20,7 @@ struct RunOptions {
   std::string fingerprint;  // append one golden fingerprint line (tests/golden/) to this file
   bool reproducible = false;
   bool quiet = false;
+  bool check = false;  // bind and check the scenario, simulate nothing
 };
 
 struct TopologyOptions {

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
                       "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE");
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
+  run_cmd->add_flag("--check", run.check, "Bind and check the scenario (every key and value), simulate nothing");
 
   app::TopologyOptions topo;
   auto* topo_cmd = app.add_subcommand("topology", "Build a scenario's cluster, check it and describe it");

@@ -43,6 +43,12 @@ class TrainingJobImpl : public Job {
     SIM_ASSERT(step_ != nullptr, "Job::finish() before start()");
     StepResult step = step_->finish(run);
     step_.reset();  // while the simulation and resources still live (it unregisters from them)
+    if (failures_ && step.outcome == StepOutcome::kCompleted)
+      for (const auto& e : failures_->events)
+        if (e.at.seconds() > step.step_time_s)
+          throw sim::UserError(e.where + ": " + sim::format_duration(e.at) + " is after the step ended (" +
+                               sim::format_duration(sim::Time::from_seconds(step.step_time_s)) +
+                               "): this failure never happens; give a time inside the step");
     std::optional<RecoveryOutcome> rec;
     if (step.outcome == StepOutcome::kAborted && failures_ && failures_->recovery != Recovery::kNone)
       rec = recover_and_run(step);
