@@ -225,6 +225,20 @@ class Lane {
   }
   // Proceed: this lane's round is dropped (it started down); after its recovery it holds.
   void set_drop_after_restart(bool v) { drop_after_restart_ = v; }
+  // When a running lane completes its round's target if nothing interrupts it (else infinity).
+  double planned_finish() const { return phase_ == Phase::kRunning ? finish_time(target_) : kInf; }
+  // Proceed: the lane misses this round's sync. Its round's work is lost; it stops computing (or
+  // finishes its recovery) and holds until the next round.
+  void drop_round() {
+    round_failed_ = true;
+    drop_after_restart_ = true;
+    if (phase_ == Phase::kRunning) {
+      out_.recompute_s += advance(t_).partial;
+      phase_ = Phase::kHold;
+      acc_t_ = t_;
+    }
+    rollback_to(round_start_);
+  }
 
   // Closes the lane at time t and fills its result.
   TrialResult finish(double t) {
@@ -842,22 +856,32 @@ TrialResult run_islands_trial(const Plan& plan, uint64_t seed) {
         s = s_new;
       }
     } else {
+      // Islands not interrupted in the round all finish it at the same time f0 (same start, same
+      // schedule); the sync proceeds then without the others, whose round is dropped (an island
+      // still behind at f0, e.g. after a planned stop, is dropped too).
+      double f0 = kInf;
+      for (auto& l : lanes)
+        if (!l->round_failed()) f0 = std::min(f0, l->planned_finish());
+      if (f0 != kInf && f0 >= t_end) {  // the campaign ends inside this round
+        for (auto& l : lanes) l->run(t_end, false, false);
+        break;
+      }
       bool any_healthy = false;
-      double s_h = r;
-      for (auto& l : lanes) {
-        if (l->round_failed()) continue;
-        if (l->run(t_end, true, true) == Stop::kHold && !l->round_failed()) {
-          any_healthy = true;
-          s_h = std::max(s_h, l->now());
-        } else {
-          l->set_drop_after_restart(true);
+      if (f0 < t_end) {
+        for (auto& l : lanes) {
+          if (l->round_failed()) continue;
+          if (l->run(f0, true, true) == Stop::kHold && !l->round_failed()) {
+            any_healthy = true;
+          } else {
+            l->drop_round();
+          }
         }
       }
       if (any_healthy) {
-        s = s_h;
+        s = f0;
       } else {  // every island failed: the round is dropped; the next starts once all recovered
         for (auto& l : lanes) {
-          l->set_drop_after_restart(true);
+          if (!l->round_failed()) l->drop_round();
           l->run(t_end, true, false);
           s = std::max(s, l->now());
         }
