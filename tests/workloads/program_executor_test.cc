@@ -568,7 +568,8 @@ struct Aborted {
   std::string report;
   size_t in_flight_after = 0;
 };
-Aborted run_with_death(const JobProgram& jp, uint32_t gpus, uint32_t dead_gpu, sim::Time kill_at, sim::Time watchdog) {
+Aborted run_with_failures(const JobProgram& jp, uint32_t gpus, std::vector<topo::FailureEvent> events,
+                          sim::Time watchdog) {
   sim::Simulation sim(1);
   auto topo = ideal_switch(gpus);
   topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
@@ -579,11 +580,7 @@ Aborted run_with_death(const JobProgram& jp, uint32_t gpus, uint32_t dead_gpu, s
   eo.watchdog = watchdog;
   ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, eo);
   sim.add_pending_work(&exec);
-  topo::FailureEvent e;
-  e.at = kill_at;
-  e.gpus = {dead_gpu};
-  e.what = "GPU " + std::to_string(dead_gpu);
-  FailureInjector inject(res, exec, {e});
+  FailureInjector inject(res, exec, std::move(events));
   exec.start();
   auto r = sim.run();
   Aborted a;
@@ -596,6 +593,23 @@ Aborted run_with_death(const JobProgram& jp, uint32_t gpus, uint32_t dead_gpu, s
   a.report = exec.abort_report();
   a.in_flight_after = runtime.in_flight();
   return a;
+}
+
+Aborted run_with_death(const JobProgram& jp, uint32_t gpus, uint32_t dead_gpu, sim::Time kill_at, sim::Time watchdog) {
+  topo::FailureEvent e;
+  e.at = kill_at;
+  e.gpus = {dead_gpu};
+  e.what = "GPU " + std::to_string(dead_gpu);
+  return run_with_failures(jp, gpus, {e}, watchdog);
+}
+
+// The links of the ideal switch that start or end at GPU g (its NIC's up and down links).
+std::vector<uint32_t> links_of_gpu(uint32_t n, uint32_t g) {
+  auto t = ideal_switch(n);
+  std::vector<uint32_t> out;
+  for (uint32_t l = 0; l < t.links().size(); ++l)
+    if (t.links()[l].src == g || t.links()[l].dst == g) out.push_back(l);
+  return out;
 }
 
 TEST(ProgramExecutorWatchdog, FiresOneTimeoutAfterTheFirstMemberOfTheHungCollectiveArrived) {
@@ -667,6 +681,62 @@ TEST(ProgramExecutorWatchdog, NoFailureNoWatchdogEvents) {
   EXPECT_TRUE(o.finished);
   EXPECT_FALSE(o.aborted);
   EXPECT_NEAR(static_cast<double>(o.end_ns), 1'000'002'000.0, 4.0);
+}
+
+TEST(ProgramExecutorFailures, AStragglerGpuRunsAtItsSlowerRateForItsWindow) {
+  // One timed op of 2 ms alone on GPU 0; the GPU runs at half speed from 0.5 ms to 1.5 ms. Work
+  // done: 0.5 ms by 0.5 ms, 0.5 ms more during the window, the last 1 ms after it: ends at 2.5 ms.
+  std::vector<Program> ps(1);
+  ps[0].add_stream("main");
+  ps[0].add(timed(2e-3));
+  topo::FailureEvent e;
+  e.at = sim::Time::us(500);
+  e.action = topo::FailureEvent::Action::kSlowGpus;
+  e.gpus = {0};
+  e.factor = 2;
+  e.duration = sim::Time::ms(1);
+  auto o = run_with_failures(one_template_per_rank(ps), 1, {e}, sim::Time::ms(10));
+  EXPECT_TRUE(o.finished);
+  EXPECT_FALSE(o.aborted);
+  EXPECT_EQ(o.failed_ns, -1) << "a slowdown is not a failure";
+  EXPECT_NEAR(static_cast<double>(o.end_ns), 2'500'000.0, 2.0);
+}
+
+TEST(ProgramExecutorFailures, ASlowLinkStretchesTheTransfer) {
+  // Rank 0 sends 1 MB to rank 1: 1 us + 1e6 B / 1 GB/s = 1.001 ms. With GPU 0's NIC links at a
+  // quarter of their bandwidth for the whole run: 1 us + 1e6 / 0.25e9 s = 4.001 ms.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) p.add_stream("comm");
+  ps[0].add(send(1, 1e6, 1, 0));
+  ps[1].add(recv(0, 1, 0));
+  topo::FailureEvent e;
+  e.action = topo::FailureEvent::Action::kSlowLinks;
+  e.links = links_of_gpu(2, 0);
+  e.factor = 4;
+  auto o = run_with_failures(one_template_per_rank(ps), 2, {e}, sim::Time::ms(10));
+  EXPECT_TRUE(o.finished);
+  EXPECT_NEAR(static_cast<double>(o.end_ns), 4'001'000.0, 2.0);
+}
+
+TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
+  // The same 1 MB message; GPU 1's NIC links go down at 0.5 ms, mid-transfer: the transfer stalls
+  // (NCCL hangs, it does not fail). Both ranks issued their op at 0, so the watchdog (10 ms)
+  // aborts at 10 ms; nothing is left in flight.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) p.add_stream("comm");
+  ps[0].add(send(1, 1e6, 1, 0));
+  ps[1].add(recv(0, 1, 0));
+  topo::FailureEvent e;
+  e.at = sim::Time::us(500);
+  e.action = topo::FailureEvent::Action::kKillLinks;
+  e.links = links_of_gpu(2, 1);
+  e.what = "the NIC of GPU 1";
+  auto o = run_with_failures(one_template_per_rank(ps), 2, {e}, sim::Time::ms(10));
+  ASSERT_TRUE(o.aborted) << o.report;
+  EXPECT_EQ(o.failed_ns, 500'000);
+  EXPECT_EQ(o.aborted_ns, 10'000'000);
+  EXPECT_EQ(o.in_flight_after, 0u);
+  EXPECT_NE(o.report.find("first failure: the NIC of GPU 1 went down"), std::string::npos) << o.report;
 }
 
 }  // namespace
