@@ -355,6 +355,27 @@ TEST(CampaignPolicy, ElasticBelowMinimumFallsBackToRestart) {
   const CampaignSummary hs = run_campaign(s, cost, 50, 4, 2);
   for (size_t i = 0; i < el.per_trial.size(); ++i) EXPECT_EQ(el.per_trial[i], hs.per_trial[i]) << "trial " << i;
   EXPECT_DOUBLE_EQ(el.lost_degraded_h.mean, 0);
+
+  // A source that cannot run the job with a replica down ({0 s, 0 tokens}) has the same effect.
+  class NoDegraded final : public StepCostSource {
+   public:
+    StepCost step(int64_t down) override { return down == 0 ? StepCost{1.0, 2000} : StepCost{}; }
+  } no_degraded;
+  s.policy = CampaignPolicy::kElastic;
+  s.min_replicas = 1;
+  const CampaignSummary el2 = run_campaign(s, no_degraded, 50, 4, 2);
+  for (size_t i = 0; i < el2.per_trial.size(); ++i) EXPECT_EQ(el2.per_trial[i], hs.per_trial[i]) << "trial " << i;
+  // Not even the full job: a clear error.
+  class Broken final : public StepCostSource {
+   public:
+    StepCost step(int64_t) override { return StepCost{}; }
+  } broken;
+  try {
+    run_campaign(s, broken, 1, 1, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("the step with 0 replicas down costs 0"), std::string::npos) << e.what();
+  }
 }
 
 // Failure-free checkpoint cost. sync: a stall of size / (nodes x bandwidth) every k steps.

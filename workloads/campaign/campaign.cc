@@ -57,7 +57,11 @@ class CostCache {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!ready_[i].load(std::memory_order_relaxed)) {
       StepCost c = source_.step(down);
-      if (!(c.seconds > 0) || !std::isfinite(c.seconds) || !(c.tokens >= 0) || !std::isfinite(c.tokens))
+      // {0 s, 0 tokens}: the job cannot run in this state (elastic: the job restarts in full
+      // instead of going on with that many replicas dropped).
+      const bool cannot_run = c.seconds == 0 && c.tokens == 0 && down > 0;
+      if (!cannot_run &&
+          (!(c.seconds > 0) || !std::isfinite(c.seconds) || !(c.tokens >= 0) || !std::isfinite(c.tokens)))
         throw sim::UserError("campaign: the step with " + std::to_string(down) + " replicas down costs " +
                              std::to_string(c.seconds) + " s for " + std::to_string(c.tokens) +
                              " tokens; need a finite time > 0 and tokens >= 0");
@@ -66,6 +70,7 @@ class CostCache {
     }
     return costs_[i];
   }
+  bool runnable(int64_t down) { return get(down).seconds > 0; }
 
  private:
   StepCostSource& source_;
@@ -400,6 +405,7 @@ class Lane {
   // stalled sigma_i (the first one also waits for a write still in flight), then k steps.
   void start_segment(double t, int64_t j0) {
     const StepCost& c = plan_.costs->get(replicas_down_);
+    SIM_ASSERT(c.seconds > 0, "campaign: a state with fewer replicas down than a runnable one cannot run");
     seg_t0_ = t;
     t_ = t;
     seg_j0_ = j0;
@@ -726,7 +732,8 @@ class Lane {
     if (elastic_path) {
       for (int32_t u : struck_units_) drop_unit(static_cast<size_t>(u), t);
       fill(t);  // a free spare goes in at once
-      if (plan_.units - units_down_ >= plan_.min_units) {
+      if (plan_.units - units_down_ >= plan_.min_units &&
+          plan_.costs->runnable(units_down_ * plan_.replicas_per_unit)) {
         elastic_pause_ = true;
         enter_stage(Stage::kDetect, t, detection(fp.manifests));
         return;

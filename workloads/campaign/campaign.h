@@ -77,11 +77,8 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,7 +99,9 @@ class StepCostSource {
  public:
   virtual ~StepCostSource() = default;
   // One step of the job with `replicas_down` data-parallel replicas dropped (elastic DP); 0 = the
-  // full job. For a DiLoCo job: one island's inner step.
+  // full job. For a DiLoCo job: one island's inner step. {0 s, 0 tokens} for replicas_down > 0
+  // says the job cannot run in that state (elastic then restarts the job in full); otherwise the
+  // time must be finite and > 0. A state with fewer replicas down than a runnable one must run.
   virtual StepCost step(int64_t replicas_down) = 0;
 };
 
