@@ -168,9 +168,11 @@ int cmd_faults(const FaultsOptions& opt) {
   ctx.trials = opt.trials;
   const bool tty = !opt.quiet && isatty(fileno(stderr));
   if (tty) {
-    ctx.progress = [wall0](int64_t done) {
+    ctx.progress = [wall0](int64_t done, int64_t total) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-      std::fprintf(stderr, "\r  %lld trials done, %.1f s", static_cast<long long>(done), s);
+      const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0;
+      std::fprintf(stderr, "\r  %lld of %lld trials (%.0f%%), %.1f s, about %.0f s left   ", static_cast<long long>(done),
+                   static_cast<long long>(total), f * 100, s, f > 0 ? s * (1 - f) / f : 0.0);
     };
   }
   if (!opt.quiet) std::printf("clustersim faults: %s (seed %llu)\n\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));

@@ -250,11 +250,18 @@ class CampaignJob : public Job {
     }
     const int64_t trials = ctx_.trials > 0 ? ctx_.trials : spec_.trials;
     const uint64_t seed = seed_;
-    CampaignSummary summary = run_campaign(spec_, *costs_, trials, seed, ctx_.threads, ctx_.progress);
+    const std::vector<double> intervals =
+        spec_.checkpoint.sweep_requested() ? sweep_intervals(spec_, *costs_) : std::vector<double>{};
+    const int64_t total = trials * static_cast<int64_t>(1 + intervals.size());
+    std::function<void(int64_t)> progress, sweep_progress;
+    if (ctx_.progress) {
+      progress = [this, total](int64_t done) { ctx_.progress(done, total); };
+      sweep_progress = [this, total, trials](int64_t done) { ctx_.progress(trials + done, total); };
+    }
+    CampaignSummary summary = run_campaign(spec_, *costs_, trials, seed, ctx_.threads, progress);
     std::optional<IntervalSweep> sweep;
-    if (spec_.checkpoint.sweep_requested())
-      sweep = sweep_checkpoint_interval(spec_, *costs_, sweep_intervals(spec_, *costs_), trials, seed, ctx_.threads,
-                                        ctx_.progress);
+    if (!intervals.empty())
+      sweep = sweep_checkpoint_interval(spec_, *costs_, intervals, trials, seed, ctx_.threads, sweep_progress);
     std::string note;
     appendf(note, "step simulations: %lld run (%.2f s of wall time), %lld read from the step cache%s%s",
             static_cast<long long>(costs_->simulated()), costs_->simulation_s(),

@@ -45,10 +45,10 @@ class JobResult {
 struct JobContext {
   std::vector<uint32_t> trace_ranks;  // ranks whose ops become trace spans
   // For kinds that run many independent simulations (a campaign's trials): threads to use, the
-  // number of trials (0: the scenario's), and a progress report (trials done so far).
+  // number of trials (0: the scenario's), and a progress report (trials done of the total).
   int threads = 1;
   int64_t trials = 0;
-  std::function<void(int64_t)> progress;
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 class Job {
