@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <atomic>
 #include <thread>
 
 #include <unistd.h>
@@ -168,7 +169,10 @@ int cmd_faults(const FaultsOptions& opt) {
   ctx.trials = opt.trials;
   const bool tty = !opt.quiet && isatty(fileno(stderr));
   if (tty) {
-    ctx.progress = [wall0](int64_t done, int64_t total) {
+    auto shown = std::make_shared<std::atomic<int64_t>>(-1);  // the last percent printed (trials run on threads)
+    ctx.progress = [wall0, shown](int64_t done, int64_t total) {
+      const int64_t percent = total > 0 ? done * 100 / total : 0;
+      if (shown->exchange(percent) == percent) return;
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
       const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0;
       std::fprintf(stderr, "\r  %lld of %lld trials (%.0f%%), %.1f s, about %.0f s left   ", static_cast<long long>(done),
@@ -177,7 +181,7 @@ int cmd_faults(const FaultsOptions& opt) {
   }
   if (!opt.quiet) std::printf("clustersim faults: %s (seed %llu)\n\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
   wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
-  if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  if (tty) std::fprintf(stderr, "\r%80s\r", "");
   const wl::JobResult& result = *out.result;
   if (!result.completed()) {
     std::fflush(stdout);
