@@ -7,6 +7,7 @@ packages=(
   libboost-graph-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do
