@@ -56,7 +56,8 @@
 //     that failed during the round are dropped from its sync (their round's work is lost, a
 //     smaller effective batch) and rejoin from the synced parameters at the first round that
 //     starts after they recovered. A failure during the sync itself is handled after it.
-//     Cost O(rounds x islands + failures).
+//     Rounds in which nothing happens to any island are skipped in one go, so the cost is
+//     O(islands x (failures + the rounds they touch)).
 // Outputs per campaign: mean and the 2.5th / 97.5th percentiles over trials (linear
 // interpolation between order statistics) of the effective training time ratio (ETTR: step time
 // of steps not lost / wall time), goodput (tokens of steps not lost / wall time), interruptions
