@@ -742,10 +742,11 @@ class Lane {
     if (fp.replace) {
       for (int64_t s = g0; s < g1; ++s)
         if (installed_[static_cast<size_t>(s)]) remove_node(s, t);
-      // In-memory copies: position 2i and 2i+1 hold each other's. Lost when both are gone.
+      // In-memory copies: positions 2i and 2i+1 hold each other's; lost when both are gone (the
+      // last position of an odd job has no peer: always from storage).
       for (int64_t s = g0; s < g1; ++s) {
         const int64_t peer = s ^ 1;
-        if (peer < plan_.n && !installed_[static_cast<size_t>(s)] && !installed_[static_cast<size_t>(peer)])
+        if (!installed_[static_cast<size_t>(s)] && (peer >= plan_.n || !installed_[static_cast<size_t>(peer)]))
           peer_lost = true;
       }
     }

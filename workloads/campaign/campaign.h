@@ -26,9 +26,10 @@
 //     snapshot_bandwidth, and writes in the background; the checkpoint is durable when the write
 //     ends, and the next snapshot waits for the previous write (so at most one is in flight).
 //     With `in_memory`, each checkpoint is also copied to a peer node's memory (positions 2i and
-//     2i+1 hold each other's copies; done peer_copy = size / nodes / peer_bandwidth after the
-//     snapshot): a failure restores from the peer copy over the network, unless it also took the
-//     peer (a correlated failure) or the peer's position is empty; then from storage. Progress
+//     2i+1 hold each other's copies, as in Gemini's groups of two, Wang et al., SOSP 2023; done
+//     size / nodes / peer_bandwidth after the snapshot; re-replicated at every restart): a
+//     failure restores from the peer copy over the network, unless it also took the peer (a
+//     correlated failure) or the peer's position is empty; then from storage. Progress
 //     between events is arithmetic (cycles of steps and checkpoint stalls): no per-step loop.
 //   * Recovery (policies restart, hot_spares; also the elastic fallback): detection (crash:
 //     `detection.crash`; hang: `detection.watchdog`, 10 min by default, PyTorch's
@@ -55,7 +56,9 @@
 //     failure while idle loses the island's work since its recovery point); `proceed`: islands
 //     that failed during the round are dropped from its sync (their round's work is lost, a
 //     smaller effective batch) and rejoin from the synced parameters at the first round that
-//     starts after they recovered. A failure during the sync itself is handled after it.
+//     starts after they recovered. A failure during the sync itself is handled after it. An
+//     island's own checkpoints restart with every round (every k steps from its start: none when
+//     k >= H).
 //     Rounds in which nothing happens to any island are skipped in one go, so the cost is
 //     O(islands x (failures + the rounds they touch)).
 // Outputs per campaign: mean and the 2.5th / 97.5th percentiles over trials (linear
@@ -70,7 +73,10 @@
 // island_wait + outer_sync = wall. Also the checkpoint cost delta (the stall per checkpoint), the
 // job MTBF M (unexpected failures of the whole job) and Young's and Daly's intervals for them.
 //
-// Checkpoint-interval selection: Young (1974, CACM 17(9)) tau = sqrt(2 delta M); Daly (2006, FGCS
+// Checkpoint-interval selection: delta is the job's stall per checkpoint at the configured
+// interval (sync: the write; async: the snapshot, plus any wait for the previous write), so for
+// async checkpoints Young and Daly ignore that a checkpoint is durable only after its write: use
+// the sweep there. Young (1974, CACM 17(9)) tau = sqrt(2 delta M); Daly (2006, FGCS
 // 22(3), "A higher order estimate of the optimum checkpoint interval for restart dumps") tau =
 // sqrt(2 delta M) [1 + (1/3) sqrt(delta / (2M)) + (1/9) (delta / (2M))] - delta for delta < 2M,
 // else tau = M. sweep_checkpoint_interval runs the campaign at several intervals with common random
