@@ -8,11 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/config.h"
 #include "sim/error.h"
@@ -87,7 +86,8 @@ TEST(CampaignFailures, ExponentialCountIsPoisson) {
   const double mean = 50, sigma = std::sqrt(50.0);
   EXPECT_NEAR(r.interruptions.mean, mean, 4 * sigma / std::sqrt(double(trials)));
   double var = 0;
-  for (const TrialResult& t : r.per_trial) var += (t.interruptions - r.interruptions.mean) * (t.interruptions - r.interruptions.mean);
+  for (const TrialResult& t : r.per_trial)
+    var += (t.interruptions - r.interruptions.mean) * (t.interruptions - r.interruptions.mean);
   var /= double(trials - 1);
   // The sample variance of 2,000 Poisson(50) draws has a standard error of about
   // sqrt((2 mean^2 + mean) / n) = sqrt(5050 / 2000) = 1.6.
@@ -174,7 +174,7 @@ void expect_simulated_optimum_near_daly(double mtbf_s, int64_t trials) {
 }
 
 TEST(CampaignDaly, SimulatedOptimumAt24Hours) { expect_simulated_optimum_near_daly(24 * kHour, 3000); }  // 117 min
-TEST(CampaignDaly, SimulatedOptimumAtSixHours) { expect_simulated_optimum_near_daly(6 * kHour, 2000); }   // 57 min
+TEST(CampaignDaly, SimulatedOptimumAtSixHours) { expect_simulated_optimum_near_daly(6 * kHour, 2000); }  // 57 min
 TEST(CampaignDaly, SimulatedOptimumAt15Minutes) { expect_simulated_optimum_near_daly(15 * 60, 150); }    // 9.1 min
 
 // ---- 3. Llama 3 405B -----------------------------------------------------------------------------
@@ -395,7 +395,7 @@ TEST(CampaignCheckpoint, SyncAndAsyncStalls) {
   EXPECT_NEAR(r.checkpoint_stall_s, 20, 1e-12);
 
   s.checkpoint.mode = CheckpointMode::kAsync;
-  s.checkpoint.size_bytes = 2 * 150;                 // 150 s background write
+  s.checkpoint.size_bytes = 2 * 150;                     // 150 s background write
   s.checkpoint.snapshot_bandwidth_Bps = 300.0 / 16 / 5;  // 300 B over 16 GPUs in 5 s
   s.duration_s = 1500;
   r = run_campaign(s, cost, 1, 1, 1);
@@ -416,7 +416,7 @@ TEST(CampaignCheckpoint, InMemoryRestoreFromPeerUnlessThePeerFailedToo) {
   s.teardown_s = 60;
   s.init_s = 60;
   s.checkpoint.every_steps = 600;
-  s.checkpoint.size_bytes = 4 * 60e9;  // 60 GB per node
+  s.checkpoint.size_bytes = 4 * 60e9;              // 60 GB per node
   s.checkpoint.read_bandwidth_per_node_Bps = 1e9;  // storage: 60 s
   s.checkpoint.peer_bandwidth_Bps = 10e9;          // peer: 6 s
   s.checkpoint.write_bandwidth_per_node_Bps = 1e12;
@@ -538,8 +538,8 @@ TEST(CampaignInvariants, TimeAddsUpUnderEveryPolicy) {
   hang.manifests = Manifestation::kHang;
   FailureProcess planned = process(1.0 / (500 * kHour), false, FailureCategory::kPlanned);
   planned.manifests = Manifestation::kPlanned;
-  for (CampaignPolicy policy : {CampaignPolicy::kRestart, CampaignPolicy::kHotSpares, CampaignPolicy::kElastic,
-                                CampaignPolicy::kIslands})
+  for (CampaignPolicy policy :
+       {CampaignPolicy::kRestart, CampaignPolicy::kHotSpares, CampaignPolicy::kElastic, CampaignPolicy::kIslands})
     for (bool async : {false, true})
       for (bool fixed_work : {false, true}) {
         CampaignSpec s;
@@ -655,10 +655,10 @@ TEST(CampaignConfig, BindsProfileAndDefaults) {
 }
 
 TEST(CampaignConfig, ProfileOverridesAndExtraProcesses) {
-  const CampaignSpec s = bind(
-      {"campaign.failures.planned=true",
-       "campaign.failures.processes=[{name: Faulty GPU, distribution: weibull, shape: 0.8}, "
-       "{name: rack power, category: host, mtbf_per_node: 1000d, nodes: 16, manifests: hang}]"});
+  const CampaignSpec s =
+      bind({"campaign.failures.planned=true",
+            "campaign.failures.processes=[{name: Faulty GPU, distribution: weibull, shape: 0.8}, "
+            "{name: rack power, category: host, mtbf_per_node: 1000d, nodes: 16, manifests: hang}]"});
   ASSERT_EQ(s.failures.processes.size(), 20u);  // 18 + planned + the rack
   const FailureProcess& gpu = s.failures.processes[0];
   EXPECT_EQ(gpu.name, "Faulty GPU");
@@ -696,21 +696,25 @@ TEST(CampaignConfig, ErrorsNameLocationAndKey) {
   };
   const Case cases[] = {
       {{"campaign.failures.processes=[{name: x, category: gpu, rate_per_1000_node_days: -1}]"},
-       "campaign.failures.processes[0].rate_per_1000_node_days", "must be >= 0"},
+       "campaign.failures.processes[0].rate_per_1000_node_days",
+       "must be >= 0"},
       {{"campaign.checkpoint.interval=0s"}, "campaign.checkpoint.interval", "must be > 0"},
       {{"campaign.checkpoint={every_steps: 0}"}, "campaign.checkpoint.every_steps", "must be >= 1"},
       {{"campaign.spares=3000"}, "campaign.spares", "more spares (3000) than the job's 2048 nodes"},
       {{"campaign.policy=pray"}, "campaign.policy", "restart"},
       {{"campaign.failures.profile=bluegene"}, "campaign.failures.profile", "llama3-405b"},
       {{"campaign.failures.processes=[{name: x, category: gremlins, rate_per_1000_node_days: 1}]"},
-       "campaign.failures.processes[0].category", "gpu"},
+       "campaign.failures.processes[0].category",
+       "gpu"},
       {{"campaign.failures.processes=[{name: x, category: gpu, rate_per_1000_node_days: 1, distribution: weibull, "
         "shape: 0}]"},
-       "campaign.failures.processes[0].shape", "must be > 0"},
+       "campaign.failures.processes[0].shape",
+       "must be > 0"},
       {{"campaign.policy=islands"}, "campaign.policy", "needs a DiLoCo job"},
       {{"campaign.duration=0d"}, "campaign.duration", "must be > 0"},
       {{"campaign.work_steps=100"}, "campaign.work_steps", "not both"},
-      {{"campaign.failures.processes=[{name: x, category: gpu}]"}, "campaign.failures.processes[0]",
+      {{"campaign.failures.processes=[{name: x, category: gpu}]"},
+       "campaign.failures.processes[0]",
        "needs rate_per_1000_node_days or mtbf_per_node"},
       {{"campaign.policy=restart"}, "campaign.spares", "use policy hot_spares"},
       {{"campaign.checkpoint.intervall=1h"}, "campaign.checkpoint.intervall", "unknown key"},

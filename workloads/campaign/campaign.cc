@@ -14,11 +14,10 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/error.h"
 #include "sim/parallel.h"
@@ -305,9 +304,7 @@ class Lane {
   // --- nodes and failure clocks -------------------------------------------------------------
 
   size_t unit_of(int64_t slot) const { return static_cast<size_t>(slot / plan_.nodes_per_unit); }
-  bool exposed(int64_t slot) const {
-    return installed_[static_cast<size_t>(slot)] && unit_active_[unit_of(slot)];
-  }
+  bool exposed(int64_t slot) const { return installed_[static_cast<size_t>(slot)] && unit_active_[unit_of(slot)]; }
 
   WClock weibull_clock(double t, int32_t slot, uint16_t proc) {
     const double dt = weibull(rng_fail_, spec_.failures.processes[proc].weibull_shape, plan_.weibull_scale[proc]);
@@ -514,7 +511,8 @@ class Lane {
       }
       const double sig_n = n == 1 ? seg_sigma1_ : seg_sigma_;
       const double ts_n = n == 1 ? seg_a_ : seg_a_ + first_block + static_cast<double>(n - 2) * seg_p_;
-      stall = (n >= 2 ? seg_sigma1_ + static_cast<double>(n - 2) * seg_sigma_ : 0.0) + std::min(std::max(r, 0.0), sig_n);
+      stall =
+          (n >= 2 ? seg_sigma1_ + static_cast<double>(n - 2) * seg_sigma_ : 0.0) + std::min(std::max(r, 0.0), sig_n);
       steps = first + (n - 1) * k;
       if (r >= sig_n) {
         const int64_t q = std::min(k, floor_steps((r - sig_n) / s));
@@ -574,12 +572,16 @@ class Lane {
 
   Bucket stage_bucket() const {
     switch (stage_) {
-      case Stage::kPlanned: return kCheckpointB;
-      case Stage::kDetect: return kDetection;
-      case Stage::kWait: return kWaiting;
+      case Stage::kPlanned:
+        return kCheckpointB;
+      case Stage::kDetect:
+        return kDetection;
+      case Stage::kWait:
+        return kWaiting;
       case Stage::kTeardown:
       case Stage::kRestart:
-      case Stage::kReconfigure: return kRestartB;
+      case Stage::kReconfigure:
+        return kRestartB;
     }
     return kRestartB;
   }
@@ -630,8 +632,11 @@ class Lane {
         else
           enter_stage(Stage::kTeardown, t, spec_.teardown_s);
         break;
-      case Stage::kTeardown: enter_wait(t); break;
-      case Stage::kWait: break;  // left by on_node_event
+      case Stage::kTeardown:
+        enter_wait(t);
+        break;
+      case Stage::kWait:
+        break;  // left by on_node_event
       case Stage::kRestart:
         pend_.valid = false;
         mem_ = cur_;
@@ -861,8 +866,7 @@ TrialResult run_islands_trial(const Plan& plan, uint64_t seed) {
   const CampaignSpec& spec = *plan.spec;
   sim::RandomStreams rs(seed);
   std::vector<std::unique_ptr<Lane>> lanes;
-  for (int64_t i = 0; i < plan.lanes; ++i)
-    lanes.push_back(std::make_unique<Lane>(plan, rs, "." + std::to_string(i)));
+  for (int64_t i = 0; i < plan.lanes; ++i) lanes.push_back(std::make_unique<Lane>(plan, rs, "." + std::to_string(i)));
   const int64_t h = spec.job.inner_steps_per_round;
   const int64_t rounds = plan.work > 0 ? (plan.work + h - 1) / h : 0;
   const double t_end = plan.work > 0 ? kMaxWallS : plan.t_end;
@@ -880,7 +884,7 @@ TrialResult run_islands_trial(const Plan& plan, uint64_t seed) {
       for (auto& l : lanes) next = std::min(next, l->next_event());
       const double round_s = lanes[0]->round_compute_time(h) + spec.job.outer_sync_s;
       int64_t n = static_cast<int64_t>(std::floor((next - r) / round_s));
-      if (plan.work > 0) n = std::min(n, rounds - done - 1);  // the last round may be short
+      if (plan.work > 0) n = std::min(n, rounds - done - 1);              // the last round may be short
       while (n > 0 && r + static_cast<double>(n) * round_s >= next) --n;  // rounding
       if (n > 0) {
         for (auto& l : lanes) l->skip_rounds(n, h, round_s, spec.job.outer_sync_s);
@@ -1079,10 +1083,14 @@ double steady_stall(const Plan& p) {
 
 const char* policy_name(CampaignPolicy p) {
   switch (p) {
-    case CampaignPolicy::kRestart: return "restart";
-    case CampaignPolicy::kHotSpares: return "hot_spares";
-    case CampaignPolicy::kElastic: return "elastic";
-    case CampaignPolicy::kIslands: return "islands";
+    case CampaignPolicy::kRestart:
+      return "restart";
+    case CampaignPolicy::kHotSpares:
+      return "hot_spares";
+    case CampaignPolicy::kElastic:
+      return "elastic";
+    case CampaignPolicy::kIslands:
+      return "islands";
   }
   return "?";
 }
@@ -1175,8 +1183,7 @@ CampaignSummary run_campaign(const CampaignSpec& spec, StepCostSource& source, i
   sum.goodput_tokens_per_s = over_trials(v, [](const TrialResult& t) { return t.goodput(); });
   sum.wall_h = over_trials(v, [&](const TrialResult& t) { return t.wall_s * h; });
   sum.interruptions = over_trials(v, [](const TrialResult& t) { return static_cast<double>(t.interruptions); });
-  sum.unexpected_interruptions =
-      over_trials(v, [](const TrialResult& t) { return static_cast<double>(t.unexpected); });
+  sum.unexpected_interruptions = over_trials(v, [](const TrialResult& t) { return static_cast<double>(t.unexpected); });
   for (size_t c = 0; c < kNumFailureCategories; ++c)
     sum.by_category[c] = over_trials(v, [&](const TrialResult& t) { return static_cast<double>(t.by_category[c]); });
   sum.lost_detection_h = over_trials(v, [&](const TrialResult& t) { return t.detection_s * h; });
@@ -1246,8 +1253,7 @@ IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource
     const double x0 = std::log(sw.points[sw.best - 1].summary.checkpoint_interval_s);
     const double x1 = std::log(b.checkpoint_interval_s);
     const double x2 = std::log(sw.points[sw.best + 1].summary.checkpoint_interval_s);
-    const double y0 = score(sw.points[sw.best - 1]), y1 = score(sw.points[sw.best]),
-                 y2 = score(sw.points[sw.best + 1]);
+    const double y0 = score(sw.points[sw.best - 1]), y1 = score(sw.points[sw.best]), y2 = score(sw.points[sw.best + 1]);
     const double d = (x0 - x1) * (x0 - x2) * (x1 - x2);
     if (d != 0) {
       const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / d;
@@ -1339,11 +1345,14 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
             "productive; goodput counts their tokens)\n",
             est_h(s.degraded_h).c_str(), est_h(s.lost_degraded_h).c_str());
   if (islands) {
-    appendf(o, "  islands (outer: %s): waiting for other islands %s, outer syncs %s", spec.outer == OuterRule::kWait ? "wait" : "proceed",
-            est_h(s.island_wait_h).c_str(), est_h(s.outer_sync_h).c_str());
+    appendf(o, "  islands (outer: %s): waiting for other islands %s, outer syncs %s",
+            spec.outer == OuterRule::kWait ? "wait" : "proceed", est_h(s.island_wait_h).c_str(),
+            est_h(s.outer_sync_h).c_str());
     if (spec.outer == OuterRule::kProceed)
-      appendf(o, ", island-rounds dropped %.1f [%.0f, %.0f] (a round synced without an island trains a smaller "
-              "effective batch)", s.dropped_rounds.mean, s.dropped_rounds.lo, s.dropped_rounds.hi);
+      appendf(o,
+              ", island-rounds dropped %.1f [%.0f, %.0f] (a round synced without an island trains a smaller "
+              "effective batch)",
+              s.dropped_rounds.mean, s.dropped_rounds.lo, s.dropped_rounds.hi);
     o += "\n";
   }
   return o;

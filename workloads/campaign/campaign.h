@@ -86,10 +86,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "workloads/campaign/failure_model.h"
 
@@ -159,8 +158,8 @@ struct CheckpointSpec {
   double snapshot_bandwidth_Bps = kDefaultSnapshotBandwidth;  // per GPU, device to host
   bool in_memory = false;
   double peer_bandwidth_Bps = kDefaultPeerBandwidth;  // per node
-  std::vector<double> sweep_intervals_s;  // `sweep: [10min, ...]`
-  bool sweep_auto = false;                // `sweep: auto`
+  std::vector<double> sweep_intervals_s;              // `sweep: [10min, ...]`
+  bool sweep_auto = false;                            // `sweep: auto`
   bool sweep_requested() const { return sweep_auto || !sweep_intervals_s.empty(); }
 };
 

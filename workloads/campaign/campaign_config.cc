@@ -47,11 +47,9 @@ FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base
   } else if (!base) {
     e.fail("process \"" + p.name + "\" needs rate_per_1000_node_days or mtbf_per_node");
   }
-  if (e.has("category") || !base)
-    p.category = *parse_failure_category(e.get_enum("category", category_names()));
-  const std::string dist =
-      e.get_enum("distribution", {"exponential", "weibull"},
-                 p.distribution == FailureDistribution::kWeibull ? "weibull" : "exponential");
+  if (e.has("category") || !base) p.category = *parse_failure_category(e.get_enum("category", category_names()));
+  const std::string dist = e.get_enum("distribution", {"exponential", "weibull"},
+                                      p.distribution == FailureDistribution::kWeibull ? "weibull" : "exponential");
   p.distribution = dist == "weibull" ? FailureDistribution::kWeibull : FailureDistribution::kExponential;
   if (p.distribution == FailureDistribution::kWeibull) {
     if (!e.has("shape") && !(base && base->distribution == FailureDistribution::kWeibull))
@@ -64,7 +62,9 @@ FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base
   }
   p.nodes = e.get_int_in("nodes", 1, int64_t{1} << 30, p.nodes);
   p.replace = e.get_bool("replace", p.replace);
-  const char* m = p.manifests == Manifestation::kCrash ? "crash" : p.manifests == Manifestation::kHang ? "hang" : "planned";
+  const char* m = p.manifests == Manifestation::kCrash  ? "crash"
+                  : p.manifests == Manifestation::kHang ? "hang"
+                                                        : "planned";
   const std::string mf = e.get_enum("manifests", {"crash", "hang", "planned"}, m);
   p.manifests = mf == "crash" ? Manifestation::kCrash : mf == "hang" ? Manifestation::kHang : Manifestation::kPlanned;
   return p;
@@ -151,8 +151,7 @@ CampaignSpec bind_campaign(const sim::ConfigNode& c, const CampaignDefaults& d) 
 
   const sim::ConfigNode ck = c.child_map("checkpoint");
   CheckpointSpec& k = s.checkpoint;
-  if (ck.has("every_steps") && ck.has("interval"))
-    ck.child("interval").fail("give every_steps or interval, not both");
+  if (ck.has("every_steps") && ck.has("interval")) ck.child("interval").fail("give every_steps or interval, not both");
   if (ck.has("every_steps")) {
     k.every_steps = ck.get_int_in("every_steps", 1, int64_t{1} << 50);
   } else {
