@@ -1369,9 +1369,16 @@ std::string campaign_sweep_text(const CampaignSpec& spec, const IntervalSweep& s
             static_cast<long long>(s.every_steps), 100 * s.ettr.mean, s.goodput_tokens_per_s.mean, s.wall_h.mean,
             i == sw.best ? "  <- best" : "");
   }
-  appendf(o, "  best %s (parabolic vertex %s); for delta = %s, M = %s: Young (1974) %s, Daly (2006) %s\n",
-          dur(sw.best_interval_s).c_str(), dur(sw.refined_best_s).c_str(), dur(sw.checkpoint_stall_s).c_str(),
-          dur(sw.job_mtbf_s).c_str(), dur(sw.young_s).c_str(), dur(sw.daly_s).c_str());
+  const bool edge = sw.points.size() > 1 && (sw.best == 0 || sw.best + 1 == sw.points.size());
+  appendf(o, "  best %s (%s); for delta = %s, M = %s: Young (1974) %s, Daly (2006) %s\n",
+          dur(sw.best_interval_s).c_str(),
+          edge ? "at the edge of the grid: the optimum may lie beyond it"
+               : ("parabolic vertex " + dur(sw.refined_best_s)).c_str(),
+          dur(sw.checkpoint_stall_s).c_str(), dur(sw.job_mtbf_s).c_str(), dur(sw.young_s).c_str(),
+          dur(sw.daly_s).c_str());
+  if (spec.policy == CampaignPolicy::kElastic || spec.policy == CampaignPolicy::kIslands)
+    o += "  (Young and Daly assume every failure rolls the job back to its last checkpoint; elastic replicas and "
+         "islands mostly do not)\n";
   return o;
 }
 

@@ -16,7 +16,9 @@
 //     sum(rate) x occupied positions, run on its cumulative hazard (one Exp(1) threshold per
 //     event, so a change in the occupied count changes the rate, not the draws) - O(events).
 //     Weibull processes keep one renewal clock per (position, process); a node put in a position
-//     (a spare, a repaired node) starts fresh clocks, and so does every node at time 0. Spares
+//     (a spare, a repaired node) starts fresh clocks, and so does every node at time 0 (so a
+//     shape k < 1 shows its infant mortality at the start; starting the clocks costs O(nodes x
+//     Weibull processes) per trial, a heap of them O(log) per event). Spares
 //     waiting in the pool do not fail. An event strikes a uniformly chosen occupied position and
 //     takes the aligned group of `nodes` positions around it. Hardware events send the nodes to
 //     repair (`repair`: exponential or fixed time); repaired nodes join the spare pool.
