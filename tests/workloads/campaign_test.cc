@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <string>
 #include <vector>
 
