@@ -31,6 +31,7 @@
 #include "workloads/job/kinds.h"
 #include "workloads/job/training_kind.h"
 #include "workloads/model/transformer.h"
+#include "workloads/training/recovery.h"
 
 namespace wl {
 
@@ -39,20 +40,12 @@ namespace {
 // Bump when the step simulator's timings change, so that cached step times are not reused.
 constexpr const char* kStepModelVersion = "clustersim-step-2026-11-24";
 
-// The axis whose groups are whole replicas (elastic data parallelism drops them): HSDP's replicate
-// groups, else DDP's data-parallel groups; kCount when the state is sharded over every dp rank.
-Dim replica_axis_of(const TrainingJob& j) {
-  if (j.dp_outer > 1) return Dim::kDpOuter;
-  if (j.data_parallel == DataParallel::kDdp && j.dp > 1) return Dim::kDp;
-  return Dim::kCount;
-}
-
 // The job with `down` replicas dropped: the first replicas - down go on at a proportionally
 // smaller global batch (on the GPUs they had; the others idle).
 TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down) {
   TrainingSettings out = ts;
   if (down == 0) return out;
-  const Dim axis = replica_axis_of(ts.job);
+  const Dim axis = replica_axis(ts.job);
   int64_t& size = axis == Dim::kDp ? out.job.dp : out.job.dp_outer;
   const int64_t replicas = size;
   size = replicas - down;
@@ -325,7 +318,7 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
     d.inner_steps_per_round = ds->config.inner_steps;
   }
   d.job_nodes = static_cast<int64_t>(cluster.spec.nodes - cluster.spare_nodes);
-  const Dim axis = replica_axis_of(*tj);
+  const Dim axis = replica_axis(*tj);
   d.dp_replicas = axis == Dim::kCount ? 1 : (axis == Dim::kDp ? tj->dp : tj->dp_outer);
   d.nodes_per_replica = std::max<int64_t>(1, d.job_nodes / d.dp_replicas);
   // A checkpoint holds the weights and the optimizer state (fp32 master weights, Adam's moments):

@@ -7,17 +7,11 @@
 
 namespace wl {
 
-namespace {
-
-// The axis whose groups are whole replicas of the model state: HSDP's replicate groups, or DDP's
-// data-parallel groups. None (kCount) when the state is sharded across every data-parallel rank.
 Dim replica_axis(const TrainingJob& j) {
   if (j.dp_outer > 1) return Dim::kDpOuter;
   if (j.data_parallel == DataParallel::kDdp && j.dp > 1) return Dim::kDp;
   return Dim::kCount;
 }
-
-}  // namespace
 
 FailureSettings bind_failures(const sim::ConfigNode& f, const topo::Topology& topo, const TrainingSettings& ts,
                               uint32_t spare_nodes) {

@@ -31,6 +31,11 @@ namespace wl {
 
 enum class Recovery : uint8_t { kNone, kSpare, kElastic };
 
+// The axis whose groups are whole replicas of the model state, which elastic data parallelism can
+// drop: HSDP's replicate groups (dp_outer), or DDP's data-parallel groups; Dim::kCount when the
+// state is sharded over every data-parallel rank (ZeRO, FSDP without dp_outer).
+Dim replica_axis(const TrainingJob& j);
+
 struct FailureSettings {
   std::vector<topo::FailureEvent> events;
   sim::Time watchdog = sim::Time::sec(600);
