@@ -739,5 +739,26 @@ TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
   EXPECT_NE(o.report.find("first failure: the NIC of GPU 1 went down"), std::string::npos) << o.report;
 }
 
+TEST(ProgramExecutor, AMeasuredCollectiveTakesItsTimeFromTheLastArrival) {
+  // A replayed collective keeps its measured time (op.seconds > 0) and needs no network: rank 0
+  // arrives at 1 ms, rank 1 at 3 ms; 0.5 ms from the last arrival both are done at 3.5 ms.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) p.add_stream("main");
+  uint32_t a = ps[0].add(timed(1e-3));
+  uint32_t b = ps[1].add(timed(3e-3));
+  Op c = collective(0, CollectiveOp::kAllReduce, 1e9, 0);
+  c.seconds = 0.5e-3;
+  ps[0].add(c, {a});
+  ps[1].add(c, {b});
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "world";
+  comm.members = {0, 1};
+  jp.add_comm(comm);
+  auto o = run(jp, 2);
+  ASSERT_TRUE(o.finished) << o.report << o.error;
+  EXPECT_EQ(o.end_ns, 3'500'000);
+}
+
 }  // namespace
 }  // namespace wl

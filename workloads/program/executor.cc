@@ -544,6 +544,13 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   }
   g.arrived = 0;
   g.seq = (g.seq + 1) & 0x7FFFFFFFu;
+  if (op.seconds > 0) {
+    // Measured: its fixed time from the last arrival, no network.
+    const uint32_t d = take_slot(delays_, free_delays_);
+    delays_[d] = Delay{kNone, kNoStream, sim_.schedule_after(sim::Time::from_seconds(op.seconds), handler_, d), f};
+    release_parked(inst, size);
+    return;
+  }
   const CollectivePlan* planp = v ? coll_flights_[f].own_plan.get() : plan_for(op.comm, inst, op.coll, op.bytes, rank);
   if (!planp) return;  // fail() said why
   const CollectivePlan& plan = *planp;
@@ -551,9 +558,13 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   scratch_gpus_.clear();
   for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
   runtime_.start(plan, scratch_gpus_, this, f, true);
-  // Members that ran ahead to the group's next collective now take their turn, every one of them
-  // (until that collective starts in turn: the arrive() that starts it releases the next ones).
-  const uint32_t next_seq = g.seq;
+  release_parked(inst, size);
+}
+
+// Members that ran ahead to the group's next collective now take their turn, every one of them
+// (until that collective starts in turn: the arrive() that starts it releases the next ones).
+void ProgramExecutor::release_parked(uint32_t inst, uint32_t size) {
+  const uint32_t next_seq = gather_[inst].seq;
   for (size_t i = 0; i < parked_.size();) {
     Parked pk = parked_[i];
     if (pk.instance != inst || ss(pk.rank, pk.stream).seq != next_seq || ranks_[pk.rank].dead) {
@@ -681,6 +692,10 @@ void ProgramExecutor::on_event(uint32_t d) {
   }
   Delay dl = delays_[d];
   free_delays_.push_back(d);
+  if (dl.flight != kNone) {  // a measured collective's time elapsed
+    on_collective_done(dl.flight);
+    return;
+  }
   if (dl.stream == kNoStream) {  // the rank's start offset elapsed
     pump(dl.rank);
     return;

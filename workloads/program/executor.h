@@ -175,6 +175,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t rank = 0;
     uint16_t stream = 0;
     sim::EventId event{};
+    uint32_t flight = 0xFFFFFFFFu;  // a measured collective's flight: its fixed time elapsed
   };
 
   const Program& program_of(uint32_t rank) const { return job_.templates[job_.template_of_rank[rank]]; }
@@ -188,6 +189,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void charge_gap(uint32_t rank, const Program& p, const Op& op);
   void issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
   void arrive(uint32_t instance, uint32_t size, uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  void release_parked(uint32_t instance, uint32_t size);
   bool halted(uint32_t rank) const { return stopped_ || ranks_[rank].dead; }
   void issue_send(uint32_t rank, uint16_t s, const Op& op);
   void deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start);

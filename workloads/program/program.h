@@ -85,7 +85,9 @@ struct Op {  // 104 bytes; fields ordered for packing
   uint32_t pos = 0;                   // position within its stream, or among dependency-only ops
   int32_t micro_batch = -1;           // for the trace
   int32_t layer = -1;
-  double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration
+  double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration; collective:
+                                      // > 0 takes this time once its last member arrived (a measured
+                                      // collective replayed as measured), no network
   double sm_load = 0.0;
   double hbm_load = 0.0;
   double flops = 0.0;                 // kernel
