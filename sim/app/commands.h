@@ -48,7 +48,16 @@ struct FaultsOptions {
   bool quiet = false;
 };
 
+// `clustersim replay`: measured traces (one per rank) replayed on the simulator.
+struct ReplayOptions {
+  std::vector<std::string> traces;
+  std::string json;
+  std::string trace;  // Chrome trace of the replay
+  bool quiet = false;
+};
+
 int cmd_run(const RunOptions& opt);
+int cmd_replay(const ReplayOptions& opt);
 int cmd_faults(const FaultsOptions& opt);
 int cmd_topology(const TopologyOptions& opt);
 int cmd_catalog();

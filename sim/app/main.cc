@@ -52,6 +52,15 @@ int main(int argc, char** argv) {
   faults_cmd->add_option("--step-cache", faults.step_cache, "File of cached step times (overrides workload.step_cache)");
   faults_cmd->add_flag("-q,--quiet", faults.quiet, "Print nothing but errors");
 
+  app::ReplayOptions replay;
+  auto* replay_cmd = app.add_subcommand(
+      "replay", "Replay PyTorch profiler (Kineto) traces, one per rank, with their measured durations");
+  replay_cmd->add_option("traces", replay.traces, "Trace files (.json or .json.gz), one per rank, in rank order")
+      ->required();
+  replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON");
+  replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
+  replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");
+
   auto* val_cmd =
       app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
@@ -74,6 +83,7 @@ int main(int argc, char** argv) {
     if (*catalog_cmd) return app::cmd_catalog();
     if (*val_cmd) return app::cmd_validate(val);
     if (*faults_cmd) return app::cmd_faults(faults);
+    if (*replay_cmd) return app::cmd_replay(replay);
   } catch (const sim::UserError& e) {
     std::fprintf(stderr, "clustersim: error: %s\n", e.what());
     return 2;

@@ -98,6 +98,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   const std::string& error() const { return error_; }
   sim::Time step_start() const { return step_start_; }
   sim::Time step_end() const { return step_end_; }
+  sim::Time rank_end(uint32_t rank) const { return ranks_[rank].end; }  // when its last op finished
   // Seconds of rank's time charged to category c (the tail idle time after its last op counts
   // as idle); valid after the run.
   double category_seconds(uint32_t rank, uint16_t c) const;

@@ -1,0 +1,63 @@
+// traces/kineto/kineto.h: PyTorch profiler (Kineto) traces, one Chrome-trace JSON file per rank
+// (plain or .gz), read into GPU activities and turned into the program IR for replay.
+//
+// Read: every GPU activity (events of category kernel, gpu_memcpy, gpu_memset) with its start and
+// duration (microseconds in the file, integer or fractional; ns here), its stream (args.stream,
+// else the event's tid) and, for NCCL kernels (ncclKernel_* / ncclDevKernel_*), the collective
+// named in the kernel (AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv); the
+// rank and world size from `distributedInfo`. Ranks of one job share one clock (Kineto's
+// timestamps are the host's wall clock in microseconds), which is how the samples align.
+//
+// Replay, collectives as measured (replay_program): each rank runs one stream per GPU stream; on
+// each stream, every activity follows the previous one after the idle gap measured before it (a
+// delay: launch latency, waiting on the host or on another stream), then takes its measured
+// duration (a timed op that loads nothing, so overlapping streams keep their measured durations).
+// The k-th NCCL kernel of every rank is the k-th collective of one communicator of all ranks:
+// it starts when its last member gets there and lasts what it lasted on that member, the rank
+// that waited least (the others' kernels include their wait for it). Assumed, and checked where
+// the trace allows: one process group holding every rank (the sample traces record no groups);
+// ranks with different numbers of NCCL kernels are refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/collectives/collective.h"
+#include "workloads/program/program.h"
+
+namespace traces {
+
+struct GpuActivity {
+  enum class Kind : uint8_t { kKernel, kMemcpy, kMemset, kCollective };
+  std::string name;
+  int64_t start_ns = 0, dur_ns = 0;
+  uint32_t stream = 0;
+  Kind kind = Kind::kKernel;
+  wl::CollectiveOp coll = wl::CollectiveOp::kAllReduce;  // kCollective
+};
+
+struct KinetoRank {
+  std::string file;
+  int64_t rank = -1, world = 0;       // distributedInfo; -1 / 0 when absent
+  std::vector<GpuActivity> activity;  // by start time
+  int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
+  int64_t last_end_ns() const;        // the end of the last GPU activity to finish
+};
+
+// Throws sim::UserError naming the file (and the event) for anything it cannot read.
+KinetoRank read_kineto(const std::string& path);
+
+struct ReplayProgram {
+  wl::JobProgram job;
+  int64_t t0_ns = 0;                 // the earliest activity of any rank: simulated time 0
+  std::vector<double> measured_s;    // per rank: first activity start to last activity end
+  std::vector<double> offset_s;      // per rank: its first activity's start after t0
+  size_t collectives = 0;            // per rank
+};
+
+// `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
+// cannot be matched (different numbers of NCCL kernels, a missing or repeated rank).
+ReplayProgram replay_program(const std::vector<KinetoRank>& ranks);
+
+}  // namespace traces
