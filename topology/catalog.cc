@@ -23,6 +23,25 @@ const std::vector<GpuSpec>& gpu_table() {
     std::vector<GpuSpec> t;
     {
       GpuSpec g;
+      g.name = "v100-sxm2";
+      // NVIDIA Tesla V100 datasheet (SXM2, 32 GB): 125 TF tensor (FP16 in, FP32 accumulate),
+      // 15.7 TF FP32, 900 GB/s HBM2, 80 SMs, NVLink 2 "300 GB/s" total = 150 GB/s per direction
+      // (6 links x 25 GB/s), 300 W. Volta has no BF16, TF32 or FP8 tensor path.
+      g.peak_bf16_flops = 0;
+      g.peak_fp16_flops = 125 * kTera;
+      g.peak_fp8_flops = 0;
+      g.peak_tf32_flops = 0;
+      g.peak_fp32_flops = 15.7 * kTera;
+      g.hbm_capacity_bytes = 32ull * 1024 * 1024 * 1024;  // "32 GB HBM2" (binary: 32 GiB stacks)
+      g.hbm_bandwidth_Bps = 900 * kGiga;
+      g.sm_count = 80;
+      g.scale_up_bandwidth_Bps = 150 * kGiga;
+      g.power_W = 300;
+      g.source = "NVIDIA Tesla V100 datasheet (SXM2 32 GB)";
+      t.push_back(g);
+    }
+    {
+      GpuSpec g;
       g.name = "a100-sxm";
       g.peak_bf16_flops = 312 * kTera;  // FSDP paper §5.4 [V]; A100 datasheet
       g.peak_fp16_flops = 312 * kTera;  // A100 datasheet [R]: same tensor rate as BF16

@@ -51,6 +51,8 @@ struct FaultsOptions {
 // `clustersim replay`: measured traces (one per rank) replayed on the simulator.
 struct ReplayOptions {
   std::vector<std::string> traces;
+  std::vector<std::string> execution_traces;  // per rank: collective sizes, to simulate collectives
+  std::string cluster;                        // scenario whose cluster simulates the collectives
   std::string json;
   std::string trace;  // Chrome trace of the replay
   bool quiet = false;

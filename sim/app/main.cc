@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
       "replay", "Replay PyTorch profiler (Kineto) traces, one per rank, with their measured durations");
   replay_cmd->add_option("traces", replay.traces, "Trace files (.json or .json.gz), one per rank, in rank order")
       ->required();
+  replay_cmd->add_option("--et", replay.execution_traces,
+                         "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
+      ->delimiter(',');
+  replay_cmd->add_option("--cluster", replay.cluster, "Simulate the collectives on this scenario's cluster (needs --et)");
   replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON");
   replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
   replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");

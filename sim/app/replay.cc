@@ -15,6 +15,8 @@
 #include "topology/cluster_resources.h"
 #include "traces/chrome/chrome_trace.h"
 #include "traces/kineto/kineto.h"
+#include "traces/pytorch_et/execution_trace.h"
+#include "workloads/job/scenario.h"
 #include "workloads/collectives/cluster_shape.h"
 #include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
@@ -28,8 +30,25 @@ int cmd_replay(const ReplayOptions& opt) {
   }
   std::vector<traces::KinetoRank> ranks;
   for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f));
-  traces::ReplayProgram rp = traces::replay_program(ranks);
+  traces::ReplayOptions ro;
+  if (!opt.execution_traces.empty() && opt.cluster.empty())
+    throw sim::UserError("--et gives collective sizes to simulate on a cluster: give --cluster SCENARIO too");
+  if (!opt.cluster.empty()) {
+    if (opt.execution_traces.empty())
+      throw sim::UserError("--cluster simulates the collectives, whose sizes these traces do not record: give the "
+                           "PyTorch execution traces with --et (one per rank, in rank order)");
+    for (const auto& f : opt.execution_traces) ro.collective_sizes.push_back(traces::read_et_collectives(f));
+  }
+  traces::ReplayProgram rp = traces::replay_program(ranks, ro);
   const uint32_t world = static_cast<uint32_t>(ranks.size());
+  std::unique_ptr<wl::Scenario> sc;
+  if (!opt.cluster.empty()) {
+    sc = std::make_unique<wl::Scenario>(
+        wl::bind_scenario(sim::ConfigDoc::load_file(opt.cluster), opt.cluster, /*with_workload=*/false));
+    if (sc->topology->num_gpus() < world)
+      throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc->topology->num_gpus()) +
+                           " GPUs for " + std::to_string(world) + " ranks");
+  }
 
   // Measured collectives need no network: one node of `world` accelerators stands for the job.
   sim::Simulation sim(1);
@@ -44,13 +63,18 @@ int cmd_replay(const ReplayOptions& opt) {
   }
   topo::ScaleUpSpec su;
   su.kind = world > 1 ? topo::ScaleUpKind::kNvSwitch : topo::ScaleUpKind::kNone;
-  topo::Topology topo = topo::build_scale_up(world, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  topo::ClusterResources res(sim, topo, gpu, topo::default_profile(gpu));
-  wl::CollectiveRuntime runtime(res, wl::RuntimeOptions{});
+  std::unique_ptr<topo::Topology> own;
+  if (!sc) own = std::make_unique<topo::Topology>(topo::build_scale_up(world, su));
+  const topo::Topology& topo = sc ? *sc->topology : *own;
+  const topo::GpuSpec gpu = sc ? sc->cluster.gpu : topo::find_gpu("h100-sxm");
+  const topo::HardwareProfile profile = sc ? sc->cluster.profile : topo::default_profile(gpu);
+  topo::ClusterResources res(sim, topo, gpu, profile);
+  wl::RuntimeOptions rto;
+  rto.step_overhead = profile.step_overhead;
+  wl::CollectiveRuntime runtime(res, rto);
   wl::ExecutorOptions eo;
   for (uint32_t r = 0; r < world; ++r) eo.trace_ranks.push_back(r);
-  wl::ProgramExecutor exec(res, runtime, rp.job, wl::ClusterShape{}, wl::CostHints{}, eo);
+  wl::ProgramExecutor exec(res, runtime, rp.job, wl::cluster_shape_of(topo), wl::cost_hints_for(res, rto), eo);
   sim.add_pending_work(&exec);
   exec.start();
   auto run = sim.run();
@@ -64,7 +88,8 @@ int cmd_replay(const ReplayOptions& opt) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!opt.quiet) {
-    std::printf("replay of %u rank trace(s), collectives as measured (%zu per rank)\n\n", world, rp.collectives);
+    std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
+                sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
     std::printf("  %4s  %14s  %14s  %8s  %s\n", "rank", "measured ms", "replayed ms", "error", "file");
   }
   for (uint32_t r = 0; r < world; ++r) {
@@ -84,7 +109,7 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!opt.json.empty()) {
     j["ranks"] = rows;
     j["collectives_per_rank"] = rp.collectives;
-    j["collectives"] = "measured";
+    j["collectives"] = sc ? "simulated" : "measured";
     std::ofstream f(opt.json);
     f << j.dump(2) << "\n";
   }

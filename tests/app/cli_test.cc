@@ -792,6 +792,51 @@ TEST_F(CliFailures, BadCampaignInputsAreOneLineNamingTheKey) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Replay of measured traces (tests/data/param-dlrm-8rank-v100: 8 ranks of DLRM on V100).
+
+class CliReplay : public CliTest {};
+
+TEST_F(CliReplay, DlrmTracesReplayPerRank) {
+  const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
+  std::vector<std::string> kineto, et;
+  for (const auto& e : fs::directory_iterator(d)) {
+    const std::string p = e.path().string();
+    if (p.find(".pt.trace.json.gz") != std::string::npos) kineto.push_back(p);
+    if (p.find("dlrm_eg_") != std::string::npos) et.push_back(p);
+  }
+  std::sort(kineto.begin(), kineto.end());
+  std::sort(et.begin(), et.end());
+  std::vector<std::string> args = {"replay"};
+  args.insert(args.end(), kineto.begin(), kineto.end());
+  args.push_back("--json");
+  args.push_back("m.json");
+  CliResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json m = read_json("m.json");
+  EXPECT_EQ(m["collectives"], "measured");
+  ASSERT_EQ(m["ranks"].size(), 8u);
+  for (const auto& row : m["ranks"]) EXPECT_LT(std::abs(row["error"].get<double>()), 0.03) << row.dump();
+  // Simulated collectives need their sizes.
+  std::vector<std::string> bad = args;
+  bad.push_back("--cluster");
+  bad.push_back((d / "dgx1-v100.yaml").string());
+  expect_one_error_line(run(bad));
+  std::vector<std::string> sim = bad;
+  sim.push_back("--et");
+  sim.insert(sim.end(), et.begin(), et.end());
+  CliResult s = run(sim);
+  ASSERT_EQ(s.status, 0) << s.err;
+  json j = read_json("m.json");
+  EXPECT_EQ(j["collectives"], "simulated");
+  for (const auto& row : j["ranks"]) EXPECT_LT(std::abs(row["error"].get<double>()), 0.15) << row.dump();
+  // A file that is not a trace.
+  write_text(file("x.json"), "{\"a\": 1}");
+  CliResult x = run({"replay", "x.json"});
+  expect_one_error_line(x);
+  EXPECT_TRUE(contains(x.err, "x.json: no traceEvents")) << x.err;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Other subcommands.
 
 TEST_F(CliSubcommands, TopologyWritesDot) {

@@ -1,7 +1,5 @@
 #include "traces/kineto/kineto.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -9,26 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.h"
+#include "traces/gz_file.h"
 
 namespace traces {
 
 namespace {
-
-// The whole file, gunzipped when it is gzip (zlib's gz* reads plain files unchanged).
-std::string read_all(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw sim::UserError(path + ": cannot open");
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  const std::string why = err < 0 ? msg : "";
-  gzclose(f);
-  if (n < 0 || err < 0) throw sim::UserError(path + ": cannot read (" + why + ")");
-  return out;
-}
 
 // Microseconds (integer or fractional) to integer nanoseconds.
 int64_t us_to_ns(const nlohmann::json& v) {
@@ -65,7 +48,7 @@ int64_t KinetoRank::last_end_ns() const {
 KinetoRank read_kineto(const std::string& path) {
   KinetoRank out;
   out.file = path;
-  nlohmann::json doc = nlohmann::json::parse(read_all(path), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = nlohmann::json::parse(read_maybe_gzip(path), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw sim::UserError(path + ": not valid JSON (a PyTorch profiler trace is a JSON object)");
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     throw sim::UserError(path + ": no traceEvents array: not a PyTorch profiler (Kineto) trace");
@@ -112,7 +95,7 @@ KinetoRank read_kineto(const std::string& path) {
   return out;
 }
 
-ReplayProgram replay_program(const std::vector<KinetoRank>& ranks) {
+ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt) {
   ReplayProgram out;
   if (ranks.empty()) throw sim::UserError("replay: no traces");
   const size_t world = ranks.size();
@@ -135,6 +118,17 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks) {
       throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) + " NCCL kernels, but " + ranks[0].file +
                            " has " + std::to_string(out.collectives) +
                            ": the collectives cannot be matched (the trace records no process groups)");
+  const bool simulate = !opt.collective_sizes.empty();
+  if (simulate) {
+    if (opt.collective_sizes.size() != world)
+      throw sim::UserError("replay: " + std::to_string(opt.collective_sizes.size()) +
+                           " execution traces for " + std::to_string(world) + " ranks");
+    for (size_t r = 0; r < world; ++r)
+      if (opt.collective_sizes[r].size() != out.collectives)
+        throw sim::UserError(ranks[r].file + ": " + std::to_string(out.collectives) +
+                             " NCCL kernels, but its execution trace holds " +
+                             std::to_string(opt.collective_sizes[r].size()) + " collectives");
+  }
   // Collective k lasts what it lasted on the member that got there last.
   std::vector<double> coll_s(out.collectives, 0);
   for (size_t k = 0; k < out.collectives; ++k) {
@@ -160,6 +154,12 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks) {
     wl::Program p;
     std::map<uint32_t, uint16_t> stream_of;  // GPU stream id -> program stream
     std::vector<int64_t> stream_end;         // per program stream: the end of its last activity
+    struct Done {
+      int64_t end;
+      uint32_t op;
+      uint16_t stream;
+    };
+    std::vector<Done> done;  // every activity so far: its end and its op
     size_t k = 0;
     for (const auto& a : kr.activity) {
       auto it = stream_of.find(a.stream);
@@ -169,13 +169,28 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks) {
       }
       const uint16_t s = it->second;
       const int64_t gap = a.start_ns - stream_end[s];
-      if (gap > 0) {
+      // Cross-stream synchronisation, inferred (the samples record cudaStreamWaitEvent but not the
+      // matching cudaEventRecord): an activity that started shortly after an activity of another
+      // stream ended, having idled before, waited for it. It then follows that activity after the
+      // measured lag, and its own stream's gap no longer counts.
+      const Done* after = nullptr;
+      if (gap > opt.sync_idle_ns)
+        for (const Done& d : done)
+          if (d.stream != s && d.end >= stream_end[s] && d.end <= a.start_ns && a.start_ns - d.end <= opt.sync_lag_ns &&
+              (!after || d.end > after->end))
+            after = &d;
+      const int64_t wait = after ? a.start_ns - after->end : gap;
+      if (wait > 0 || after) {
         wl::Op d;
         d.kind = wl::OpKind::kDelay;
         d.stream = s;
         d.category = 1;
-        d.seconds = static_cast<double>(gap) * 1e-9;
-        p.add(d);
+        d.seconds = static_cast<double>(std::max<int64_t>(wait, 0)) * 1e-9;
+        if (after) {
+          p.add(d, {after->op});
+        } else {
+          p.add(d);
+        }
       }
       wl::Op op;
       op.stream = s;
@@ -185,13 +200,21 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks) {
         op.coll = a.coll;
         op.comm = 0;
         op.category = 2;
-        op.seconds = coll_s[k++];
+        if (simulate) {
+          op.bytes = opt.collective_sizes[r][k].bytes;
+          op.coll = opt.collective_sizes[r][k].op;
+          op.seconds = 0;  // simulated on the cluster
+          ++k;
+        } else {
+          op.seconds = coll_s[k++];
+        }
       } else {
         op.kind = wl::OpKind::kTimed;  // measured: loads nothing, keeps its duration when streams overlap
         op.seconds = static_cast<double>(a.dur_ns) * 1e-9;
       }
-      p.add(op);
+      const uint32_t idx = p.add(op);
       stream_end[s] = std::max(stream_end[s], a.start_ns + a.dur_ns);
+      done.push_back(Done{a.start_ns + a.dur_ns, idx, s});
     }
     p.finalize();
     jp.templates.push_back(std::move(p));

@@ -8,10 +8,13 @@
 // rank and world size from `distributedInfo`. Ranks of one job share one clock (Kineto's
 // timestamps are the host's wall clock in microseconds), which is how the samples align.
 //
-// Replay, collectives as measured (replay_program): each rank runs one stream per GPU stream; on
-// each stream, every activity follows the previous one after the idle gap measured before it (a
-// delay: launch latency, waiting on the host or on another stream), then takes its measured
+// Replay (replay_program): each rank runs one stream per GPU stream; on each stream, every
+// activity follows the previous one after the idle gap measured before it (a delay: launch
+// latency, waiting on the host), or, when it evidently waited for another stream (see
+// ReplayOptions), after that stream's activity plus the measured lag; then it takes its measured
 // duration (a timed op that loads nothing, so overlapping streams keep their measured durations).
+// Collectives take their measured time (below), or, given their sizes from the execution
+// traces, are simulated on the cluster the caller runs the program on.
 // The k-th NCCL kernel of every rank is the k-th collective of one communicator of all ranks:
 // it starts when its last member gets there and lasts what it lasted on that member, the rank
 // that waited least (the others' kernels include their wait for it). Assumed, and checked where
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "workloads/collectives/collective.h"
+#include "traces/pytorch_et/execution_trace.h"
 #include "workloads/program/program.h"
 
 namespace traces {
@@ -56,8 +60,17 @@ struct ReplayProgram {
   size_t collectives = 0;            // per rank
 };
 
+struct ReplayOptions {
+  // Per rank, its collectives' kinds and sizes (from its execution trace, in issue order): given,
+  // collectives are simulated on the cluster instead of taking their measured time.
+  std::vector<std::vector<EtCollective>> collective_sizes;
+  // Inferred cross-stream synchronisation: an activity that idled more than sync_idle_ns on its
+  // stream and started within sync_lag_ns after another stream's activity ended waited for it.
+  int64_t sync_idle_ns = 5'000, sync_lag_ns = 50'000;
+};
+
 // `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
 // cannot be matched (different numbers of NCCL kernels, a missing or repeated rank).
-ReplayProgram replay_program(const std::vector<KinetoRank>& ranks);
+ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt = {});
 
 }  // namespace traces
