@@ -69,11 +69,24 @@ TEST(CatalogGpu, TpuChipsMatchCloudDocs) {
 
 TEST(CatalogGpu, NamesInCatalogOrder) {
   const auto names = gpu_names();
-  ASSERT_EQ(names.size(), 6u);
-  EXPECT_EQ(names[0], "a100-sxm");
-  EXPECT_EQ(names[1], "h100-sxm");
-  EXPECT_EQ(names[5], "tpu-v5p");
+  ASSERT_EQ(names.size(), 7u);
+  EXPECT_EQ(names[0], "v100-sxm2");
+  EXPECT_EQ(names[1], "a100-sxm");
+  EXPECT_EQ(names[2], "h100-sxm");
+  EXPECT_EQ(names[6], "tpu-v5p");
   for (const auto& n : names) EXPECT_FALSE(find_gpu(n).source.empty()) << n;
+}
+
+TEST(CatalogGpu, V100FromItsDatasheet) {
+  // NVIDIA Tesla V100 datasheet, SXM2 32 GB: 125 TF tensor (FP16), 15.7 TF FP32, 900 GB/s HBM2,
+  // NVLink 300 GB/s in total = 150 GB/s per direction; no BF16 tensor path.
+  const auto g = find_gpu("v100-sxm2");
+  EXPECT_EQ(g.peak_fp16_flops, 125e12);
+  EXPECT_EQ(g.peak_bf16_flops, 0);
+  EXPECT_DOUBLE_EQ(g.peak_fp32_flops, 15.7e12);
+  EXPECT_EQ(g.hbm_bandwidth_Bps, 900e9);
+  EXPECT_EQ(g.scale_up_bandwidth_Bps, 150e9);
+  EXPECT_EQ(g.sm_count, 80);
 }
 
 TEST(CatalogGpu, UnknownNameListsKnownNames) {
