@@ -62,7 +62,7 @@ int cmd_replay(const ReplayOptions& opt) {
     sim.observers().attach(trace.get());
   }
   topo::ScaleUpSpec su;
-  su.kind = world > 1 ? topo::ScaleUpKind::kNvSwitch : topo::ScaleUpKind::kNone;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
   std::unique_ptr<topo::Topology> own;
   if (!sc) own = std::make_unique<topo::Topology>(topo::build_scale_up(world, su));
   const topo::Topology& topo = sc ? *sc->topology : *own;

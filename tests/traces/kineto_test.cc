@@ -175,5 +175,41 @@ TEST(Kineto, ReplayWithSimulatedCollectivesOnEightV100sIsWithin15PercentPerRank)
   }
 }
 
+TEST(Kineto, ReadsTheRocmVariantWithFractionalTimestamps) {
+  // HTA's MI250 sample, read with Python's json: 14 kernels and 2 memcpys on stream 0, ts in
+  // fractional microseconds from 4203669603454.206 to 4203669612366.093 (8.911887 ms); no rank.
+  KinetoRank r = read_kineto((fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "hta-amd-mi250" /
+                              "mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+                                 .string());
+  EXPECT_EQ(r.rank, -1);
+  ASSERT_EQ(r.activity.size(), 16u);
+  EXPECT_EQ(r.first_ns(), 4203669603454206LL);
+  EXPECT_EQ(r.last_end_ns(), 4203669612366093LL);
+  // Alone, it replays as measured.
+  ReplayProgram rp = replay_program({r});
+  EXPECT_NEAR(rp.measured_s[0], 8.911887e-3, 1e-9);
+}
+
+TEST(Kineto, OtherFormatsAreNamedNotMisread) {
+  // An execution trace given as a profiler trace, and a binary (Chakra protobuf) file.
+  auto message = [](const std::string& path) {
+    try {
+      read_kineto(path);
+    } catch (const sim::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(dlrm_et_files()[0]).find("a PyTorch execution trace (schema \"1.0.1\")"), std::string::npos);
+  const fs::path bin = fs::temp_directory_path() / "clustersim_kineto_binary.et";
+  {
+    std::ofstream f(bin, std::ios::binary);
+    const char bytes[] = {0x0a, 0x05, 0x08, 0x01, 0x12, 0x01, 0x00, 0x10};
+    f.write(bytes, sizeof bytes);
+  }
+  EXPECT_NE(message(bin.string()).find("binary, not JSON"), std::string::npos);
+  fs::remove(bin);
+}
+
 }  // namespace
 }  // namespace traces

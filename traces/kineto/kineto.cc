@@ -48,8 +48,17 @@ int64_t KinetoRank::last_end_ns() const {
 KinetoRank read_kineto(const std::string& path) {
   KinetoRank out;
   out.file = path;
-  nlohmann::json doc = nlohmann::json::parse(read_maybe_gzip(path), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw sim::UserError(path + ": not valid JSON (a PyTorch profiler trace is a JSON object)");
+  const std::string text = read_maybe_gzip(path);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    const bool binary = std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(text.size(), 256)),
+                                    [](char c) { return c != '\n' && c != '\r' && c != '\t' && static_cast<unsigned char>(c) < 32; });
+    throw sim::UserError(path + (binary ? ": binary, not JSON (a Chakra protobuf trace? replay reads PyTorch profiler JSON only, so far)"
+                                        : ": not valid JSON (a PyTorch profiler trace is a JSON object)"));
+  }
+  if (doc.is_object() && doc.contains("nodes") && doc.contains("schema"))
+    throw sim::UserError(path + ": a PyTorch execution trace (schema " + doc["schema"].dump() +
+                         "), not a profiler trace: give it with --et, beside the profiler traces");
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     throw sim::UserError(path + ": no traceEvents array: not a PyTorch profiler (Kineto) trace");
   if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object()) {
@@ -100,10 +109,10 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
   if (ranks.empty()) throw sim::UserError("replay: no traces");
   const size_t world = ranks.size();
   for (size_t r = 0; r < world; ++r) {
-    if (ranks[r].rank >= 0 && ranks[r].rank != static_cast<int64_t>(r))
+    if (world > 1 && ranks[r].rank >= 0 && ranks[r].rank != static_cast<int64_t>(r))
       throw sim::UserError(ranks[r].file + ": records rank " + std::to_string(ranks[r].rank) + " but is trace " +
                            std::to_string(r) + " of " + std::to_string(world) + " (give one trace per rank, in rank order)");
-    if (ranks[r].world > 0 && ranks[r].world != static_cast<int64_t>(world))
+    if (world > 1 && ranks[r].world > 0 && ranks[r].world != static_cast<int64_t>(world))
       throw sim::UserError(ranks[r].file + ": records a world of " + std::to_string(ranks[r].world) + " ranks but " +
                            std::to_string(world) + " traces were given");
   }

@@ -19,7 +19,8 @@
 // it starts when its last member gets there and lasts what it lasted on that member, the rank
 // that waited least (the others' kernels include their wait for it). Assumed, and checked where
 // the trace allows: one process group holding every rank (the sample traces record no groups);
-// ranks with different numbers of NCCL kernels are refused.
+// ranks with different numbers of NCCL kernels are refused. One trace alone (one rank of a larger
+// job) replays with its collectives as measured timed ops: there is nobody to wait for.
 #pragma once
 
 #include <cstdint>
