@@ -14,6 +14,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "traces/chrome/chrome_trace.h"
+#include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/job/scenario.h"
@@ -28,18 +29,33 @@ int cmd_replay(const ReplayOptions& opt) {
     std::ofstream probe(opt.json, std::ios::app);
     if (!probe) throw sim::UserError("--json: cannot write " + opt.json);
   }
+  const bool chakra = traces::is_chakra_path(opt.traces.front());
+  for (const auto& f : opt.traces)
+    if (traces::is_chakra_path(f) != chakra)
+      throw sim::UserError(f + ": give either Chakra traces (.et) or PyTorch profiler traces, not both");
   std::vector<traces::KinetoRank> ranks;
-  for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f));
   traces::ReplayOptions ro;
-  if (!opt.execution_traces.empty() && opt.cluster.empty())
+  traces::ReplayProgram rp;
+  if (chakra) {
+    // Chakra: nodes carry compute durations; collectives are always simulated.
+    std::vector<traces::ChakraRank> cr;
+    for (const auto& f : opt.traces) cr.push_back(traces::read_chakra(f));
+    rp.job = traces::chakra_program(cr);
+    rp.measured_s.assign(cr.size(), 0);
+    rp.offset_s.assign(cr.size(), 0);
+    for (const auto& c : cr) ranks.push_back(traces::KinetoRank{c.file, -1, 0, {}});
+    if (!opt.execution_traces.empty()) throw sim::UserError("--et: Chakra traces carry their collectives' sizes already");
+  }
+  if (!chakra) for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f));
+  if (!chakra && !opt.execution_traces.empty() && opt.cluster.empty())
     throw sim::UserError("--et gives collective sizes to simulate on a cluster: give --cluster SCENARIO too");
-  if (!opt.cluster.empty()) {
+  if (!chakra && !opt.cluster.empty()) {
     if (opt.execution_traces.empty())
       throw sim::UserError("--cluster simulates the collectives, whose sizes these traces do not record: give the "
                            "PyTorch execution traces with --et (one per rank, in rank order)");
     for (const auto& f : opt.execution_traces) ro.collective_sizes.push_back(traces::read_et_collectives(f));
   }
-  traces::ReplayProgram rp = traces::replay_program(ranks, ro);
+  if (!chakra) rp = traces::replay_program(ranks, ro);
   const uint32_t world = static_cast<uint32_t>(ranks.size());
   std::unique_ptr<wl::Scenario> sc;
   if (!opt.cluster.empty()) {
@@ -88,14 +104,21 @@ int cmd_replay(const ReplayOptions& opt) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!opt.quiet) {
-    std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
-                sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
+    if (chakra) {
+      std::printf("replay of %u Chakra trace(s), collectives simulated on %s\n\n", world,
+                  sc ? ("the cluster of " + opt.cluster).c_str() : "one H100 NVSwitch node (--cluster to choose)");
+    } else {
+      std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
+                  sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
+    }
     std::printf("  %4s  %14s  %14s  %8s  %s\n", "rank", "measured ms", "replayed ms", "error", "file");
   }
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = exec.rank_end(r).seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
-    if (!opt.quiet)
+    if (!opt.quiet && chakra)
+      std::printf("  %4u  %14s  %14.6f  %8s  %s\n", r, "-", sim_s * 1e3, "-", ranks[r].file.c_str());
+    else if (!opt.quiet)
       std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
                   ranks[r].file.c_str());
     nlohmann::ordered_json row;
@@ -109,7 +132,7 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!opt.json.empty()) {
     j["ranks"] = rows;
     j["collectives_per_rank"] = rp.collectives;
-    j["collectives"] = sc ? "simulated" : "measured";
+    j["collectives"] = sc || chakra ? "simulated" : "measured";
     std::ofstream f(opt.json);
     f << j.dump(2) << "\n";
   }
