@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/program/executor.h"
 #include "workloads/program/program.h"
 
 namespace traces {
@@ -34,6 +35,14 @@ struct ChakraNode {
   double comm_size = 0;
   int64_t comm_src = -1, comm_dst = -1, comm_tag = 0;
   std::string pg_name;
+  std::string inputs;  // inputs.values (the process-group list of "## process_group:init ##")
+  // Written by clustersim (write_chakra) so that its own programs read back exactly; other
+  // producers leave them unset.
+  int64_t stream = -1;      // `stream`
+  std::string stream_name;  // clustersim.stream_name
+  std::string op_kind;      // clustersim.op: timed, delay, kernel, memory, marker
+  double seconds = -1;      // clustersim.seconds (exact; duration_micros is whole microseconds)
+  double sm_load = 0, hbm_load = 0, memory_bytes = 0;
 };
 
 struct ChakraRank {
@@ -41,6 +50,18 @@ struct ChakraRank {
   std::string version;
   std::vector<ChakraNode> nodes;
 };
+
+// Writes rank r of `job` to `prefix`.r.et for every rank (ASTRA-sim's naming): GlobalMetadata
+// (version 0.0.4), then a METADATA_NODE "## process_group:init ##" holding every communicator
+// group as PyTorch's execution trace lists them (pg_name, ranks), then one node per op in op
+// order (ids 1..; data_deps: the op's dependencies and the previous op of its stream). Kernels
+// are costed by `coster` into COMP_NODEs (duration_micros, num_ops, tensor_size); delays are
+// COMP_NODEs on the host (is_cpu_op); collectives COMM_COLL_NODEs (comm_type, comm_size,
+// pg_name); messages COMM_SEND/RECV_NODEs (comm_src, comm_dst, comm_tag, comm_size); memory ops
+// MEM_STORE_NODEs, markers METADATA_NODEs. clustersim.* attributes and `stream` keep what
+// Chakra cannot say (exact ns, SM and HBM loads, streams), so the files read back to the same
+// program. Throws sim::UserError for what Chakra cannot hold (all-to-all-v) or a file it cannot write.
+void write_chakra(const wl::JobProgram& job, const std::string& prefix, const wl::KernelCoster& coster);
 
 // Throws sim::UserError naming the file (and node) for anything it cannot read.
 ChakraRank read_chakra(const std::string& path);

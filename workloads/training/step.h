@@ -96,6 +96,9 @@ class TrainingStep {
   void start();
   StepResult finish(const sim::RunResult& run);
   ProgramExecutor& executor() { return *exec_; }
+  // The step's programs and the kernel coster they run with (for exporters: traces/chakra).
+  const JobProgram& program() const { return jp_; }
+  const KernelCoster& coster() const { return *coster_; }
 
  private:
   topo::ClusterResources& res_;
