@@ -18,6 +18,7 @@
 #include "sim/fingerprint.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
+#include "traces/chakra/chakra.h"
 #include "traces/chrome/chrome_trace.h"
 #include "workloads/job/scenario.h"
 #include "workloads/model/transformer.h"
@@ -105,8 +106,23 @@ int cmd_run(const RunOptions& opt) {
     std::printf("clustersim: %s (seed %llu)\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
     std::printf("%s\n\n", sc.topology->describe().c_str());
   }
-  wl::ScenarioRun out = wl::run_scenario(sc, sim, ranks);
+  wl::JobContext ctx;
+  ctx.trace_ranks = ranks;
+  bool exported = false;
+  if (!opt.chakra.empty()) {
+    if (sc.kind->name != "training")
+      throw sim::UserError("--chakra: only training steps export to Chakra so far (this scenario's kind is '" +
+                           std::string(sc.kind->name) + "')");
+    ctx.export_program = [&](const wl::JobProgram& p, const wl::KernelCoster& c) {
+      traces::write_chakra(p, opt.chakra, c);
+      exported = true;
+    };
+  }
+  wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
   const wl::JobResult& result = *out.result;
+  if (exported && !opt.quiet)
+    std::printf("Chakra traces written: %s.0.et .. %s.%u.et\n\n", opt.chakra.c_str(), opt.chakra.c_str(),
+                sc.topology->num_gpus() - 1);
   nlohmann::ordered_json j;
   j["scenario"] = sc.name;
   j["seed"] = sc.seed;

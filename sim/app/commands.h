@@ -21,6 +21,7 @@ struct RunOptions {
   bool reproducible = false;
   bool quiet = false;
   bool check = false;  // bind and check the scenario, simulate nothing
+  std::string chakra;  // export the step's program as Chakra traces PREFIX.<rank>.et
 };
 
 struct TopologyOptions {

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
   run_cmd->add_flag("--check", run.check, "Bind and check the scenario (every key and value), simulate nothing");
+  run_cmd->add_option("--chakra", run.chakra,
+                      "Export the training step as Chakra execution traces PREFIX.<rank>.et (ASTRA-sim's input)");
 
   app::TopologyOptions topo;
   auto* topo_cmd = app.add_subcommand("topology", "Build a scenario's cluster, check it and describe it");

@@ -21,6 +21,8 @@
 #include "topology/cluster_config.h"
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
+#include "workloads/program/executor.h"
+#include "workloads/program/program.h"
 
 namespace wl {
 
@@ -49,6 +51,9 @@ struct JobContext {
   int threads = 1;
   int64_t trials = 0;
   std::function<void(int64_t done, int64_t total)> progress;
+  // Called by kinds that build a program (training) once it is built, before it runs: an exporter
+  // (`run --chakra`). Kinds that build none leave it uncalled.
+  std::function<void(const JobProgram& program, const KernelCoster& coster)> export_program;
 };
 
 class Job {

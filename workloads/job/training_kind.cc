@@ -37,6 +37,7 @@ class TrainingJobImpl : public Job {
       opt.watchdog = failures_->watchdog;
     }
     step_ = std::make_unique<TrainingStep>(res, ts_, ctx.trace_ranks, std::move(opt));
+    if (ctx.export_program) ctx.export_program(step_->program(), step_->coster());
     step_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {
