@@ -796,6 +796,28 @@ TEST_F(CliFailures, BadCampaignInputsAreOneLineNamingTheKey) {
 
 class CliReplay : public CliTest {};
 
+TEST_F(CliReplay, ChakraExportOfTheDefaultStepReplaysToItsStepTime) {
+  fs::create_directories(file("ck"));
+  ASSERT_EQ(run({"run", "--quiet", "--json", "run.json", "--chakra", file("ck/step").string()}).status, 0);
+  std::vector<std::string> args = {"replay"};
+  for (int r = 0; r < 64; ++r) args.push_back(file("ck/step." + std::to_string(r) + ".et").string());
+  args.push_back("--cluster");
+  args.push_back((kSourceDir / "workloads" / "scenarios" / "llama3-8b-64xh100-1f1b.yaml").string());
+  args.push_back("--json");
+  args.push_back("rep.json");
+  CliResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double step = read_json("run.json")["step_time_s"].get<double>();
+  double longest = 0;
+  const json rep = read_json("rep.json");
+  ASSERT_EQ(rep["ranks"].size(), 64u) << r.out;
+  for (const auto& row : rep["ranks"]) longest = std::max(longest, row["replayed_s"].get<double>());
+  EXPECT_NEAR(longest, step, 1e-9);
+  // --chakra on a kind that builds no training program is refused.
+  write_text(file("c.yaml"), kTwoNodeCollectives);
+  expect_one_error_line(run({"run", "c.yaml", "--chakra", "x"}));
+}
+
 TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
   std::vector<std::string> kineto, et;
