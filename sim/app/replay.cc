@@ -72,7 +72,7 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!opt.trace.empty()) {
     traces::ChromeTraceOptions to;
     to.path = opt.trace;
-    for (uint32_t r = 0; r < world; ++r) to.processes.insert(r);
+    for (uint32_t r = 0; r < 2 * world; ++r) to.processes.insert(r);  // replayed ranks, then measured
     trace = std::make_unique<traces::ChromeTraceWriter>(to);
     trace->set_metadata("generator", "clustersim replay");
     sim.observers().attach(trace.get());
@@ -94,6 +94,7 @@ int cmd_replay(const ReplayOptions& opt) {
   sim.add_pending_work(&exec);
   exec.start();
   auto run = sim.run();
+  if (!chakra) traces::emit_measured(ranks, rp.t0_ns, world, sim.observers());  // beside the replay
   sim.remove_pending_work(&exec);
   sim.finish();
   if (!exec.error().empty() || !exec.finished()) {

@@ -832,8 +832,22 @@ TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   args.insert(args.end(), kineto.begin(), kineto.end());
   args.push_back("--json");
   args.push_back("m.json");
-  CliResult r = run(args);
+  std::vector<std::string> traced = args;
+  traced.push_back("--trace");
+  traced.push_back("rep.trace.json");
+  CliResult r = run(traced);
   ASSERT_EQ(r.status, 0) << r.err;
+  // The trace holds the measured activities beside the replay: rank 0's 261 GPU activities (245
+  // kernels, 16 memcpys) on process 8, "rank 0 measured"; idle gaps are not drawn.
+  const json tr = read_json("rep.trace.json");
+  size_t measured0 = 0;
+  std::string name8;
+  for (const auto& e : tr["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"] == 8) ++measured0;
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 8) name8 = e["args"]["name"];
+  }
+  EXPECT_EQ(measured0, 261u);
+  EXPECT_EQ(name8, "rank 0 measured");
   json m = read_json("m.json");
   EXPECT_EQ(m["collectives"], "measured");
   ASSERT_EQ(m["ranks"].size(), 8u);

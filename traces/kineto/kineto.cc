@@ -234,4 +234,27 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
   return out;
 }
 
+void emit_measured(const std::vector<KinetoRank>& ranks, int64_t t0_ns, uint32_t first_process, sim::ObserverBus& bus) {
+  if (!bus.active()) return;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const uint32_t pid = first_process + static_cast<uint32_t>(r);
+    bus.declare_process(pid, "rank " + std::to_string(r) + " measured", static_cast<int64_t>(r));
+    std::map<uint32_t, uint32_t> thread_of;  // GPU stream -> thread, in first-use order (as replay_program)
+    for (const auto& a : ranks[r].activity) {
+      auto it = thread_of.find(a.stream);
+      if (it == thread_of.end()) {
+        it = thread_of.emplace(a.stream, static_cast<uint32_t>(thread_of.size())).first;
+        bus.declare_thread(pid, it->second, "stream " + std::to_string(a.stream));
+      }
+      sim::SpanRecord s;
+      s.process = pid;
+      s.thread = it->second;
+      s.name = bus.names().intern(a.name);
+      s.start = sim::Time::ns(a.start_ns - t0_ns);
+      s.end = sim::Time::ns(a.start_ns - t0_ns + a.dur_ns);
+      bus.span(s);
+    }
+  }
+}
+
 }  // namespace traces

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "workloads/collectives/collective.h"
+#include "sim/observer.h"
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/program/program.h"
 
@@ -73,5 +74,9 @@ struct ReplayOptions {
 // `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
 // cannot be matched (different numbers of NCCL kernels, a missing or repeated rank).
 ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt = {});
+
+// The measured activities as trace spans beside the replay: process `first_process + r` ("rank r
+// measured"), one thread per GPU stream (numbered as replay_program numbers them), times from t0.
+void emit_measured(const std::vector<KinetoRank>& ranks, int64_t t0_ns, uint32_t first_process, sim::ObserverBus& bus);
 
 }  // namespace traces
