@@ -45,33 +45,104 @@ int64_t KinetoRank::last_end_ns() const {
   return end;
 }
 
-KinetoRank read_kineto(const std::string& path) {
-  KinetoRank out;
-  out.file = path;
-  const std::string text = read_maybe_gzip(path);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    const bool binary = std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(text.size(), 256)),
-                                    [](char c) { return c != '\n' && c != '\r' && c != '\t' && static_cast<unsigned char>(c) < 32; });
-    throw sim::UserError(path + (binary ? ": binary, not JSON (a Chakra protobuf trace? replay reads PyTorch profiler JSON only, so far)"
-                                        : ": not valid JSON (a PyTorch profiler trace is a JSON object)"));
+namespace {
+
+// A SAX reader of a profiler trace: it keeps the GPU activities and distributedInfo as the parser
+// passes them, never the document (a trace of hundreds of MB stays a stream of events).
+class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  KinetoSax(KinetoRank& out, const std::string& path) : out_(out), path_(path) {}
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v, true); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return number(static_cast<double>(v), static_cast<int64_t>(v), true);
   }
-  if (doc.is_object() && doc.contains("nodes") && doc.contains("schema"))
-    throw sim::UserError(path + ": a PyTorch execution trace (schema " + doc["schema"].dump() +
-                         "), not a profiler trace: give it with --et, beside the profiler traces");
-  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
-    throw sim::UserError(path + ": no traceEvents array: not a PyTorch profiler (Kineto) trace");
-  if (doc.contains("distributedInfo") && doc["distributedInfo"].is_object()) {
-    const auto& d = doc["distributedInfo"];
-    if (d.contains("rank") && d["rank"].is_number_integer()) out.rank = d["rank"].get<int64_t>();
-    if (d.contains("world_size") && d["world_size"].is_number_integer()) out.world = d["world_size"].get<int64_t>();
+  bool number_float(number_float_t v, const string_t&) override { return number(v, 0, false); }
+  bool string(string_t& v) override {
+    if (in_event() && key_ == "cat") ev_.cat = v;
+    if (in_event() && key_ == "name") ev_.name = v;
+    if (depth_ == 1 && key_ == "schema") saw_schema_ = true, schema_ = v;
+    return value();
   }
-  const auto& events = doc["traceEvents"];
-  for (size_t i = 0; i < events.size(); ++i) {
-    const auto& e = events[i];
-    if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) continue;
-    const std::string& cat = e["cat"].get_ref<const std::string&>();
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    push(true);
+    if (in_event()) ev_ = Event{};
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    if (depth_ == 1) {
+      if (k == "traceEvents") saw_events_ = true;
+      if (k == "nodes") saw_nodes_ = true;
+    }
+    return true;
+  }
+  bool end_object() override {
+    if (in_event()) finish_event();
+    pop();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    push(false);
+    return true;
+  }
+  bool end_array() override {
+    pop();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    failed_ = true;
+    return false;
+  }
+
+  bool failed() const { return failed_; }
+  bool saw_events() const { return saw_events_; }
+  bool execution_trace() const { return saw_nodes_ && saw_schema_; }
+  const std::string& schema() const { return schema_; }
+
+ private:
+  struct Event {
+    std::string cat, name;
+    bool has_ts = false, has_dur = false, has_stream = false, has_tid = false;
+    int64_t ts_ns = 0, dur_ns = 0, stream = 0, tid = 0;
+  };
+  // Containers from the root: an object per level, or an array; and which top-level key holds us.
+  void push(bool object) {
+    if (depth_ == 1) top_key_ = key_;
+    if (depth_ == 3) parent_key_ = key_;  // inside an event: "args", ...
+    object_.push_back(object);
+    ++depth_;
+    key_.clear();
+  }
+  void pop() {
+    object_.pop_back();
+    --depth_;
+  }
+  // An event: an object at depth 3 (root object, traceEvents array, the event).
+  bool in_event() const { return depth_ == 3 && top_key_ == "traceEvents" && object_.size() == 3 && object_[2]; }
+  bool value() { return true; }
+  bool number(double d, int64_t i, bool integer) {
+    auto ns = [&] { return integer ? i * 1000 : std::llround(d * 1000.0); };
+    if (in_event()) {
+      if (key_ == "ts") ev_.has_ts = true, ev_.ts_ns = ns();
+      if (key_ == "dur") ev_.has_dur = true, ev_.dur_ns = ns();
+      if (key_ == "tid" && integer) ev_.has_tid = true, ev_.tid = i;
+    } else if (depth_ == 4 && top_key_ == "traceEvents" && parent_key_ == "args" && key_ == "stream" && integer) {
+      ev_.has_stream = true;
+      ev_.stream = i;
+    } else if (depth_ == 2 && top_key_ == "distributedInfo" && integer) {
+      if (key_ == "rank") out_.rank = i;
+      if (key_ == "world_size") out_.world = i;
+    }
+    return true;
+  }
+  void finish_event() {
+    const size_t index = events_++;
     GpuActivity a;
+    const std::string& cat = ev_.cat;
     if (cat == "kernel" || cat == "Kernel") {
       a.kind = GpuActivity::Kind::kKernel;
     } else if (cat == "gpu_memcpy" || cat == "Memcpy") {
@@ -79,25 +150,47 @@ KinetoRank read_kineto(const std::string& path) {
     } else if (cat == "gpu_memset" || cat == "Memset") {
       a.kind = GpuActivity::Kind::kMemset;
     } else {
-      continue;
+      return;
     }
-    auto where = [&] { return path + ": traceEvents[" + std::to_string(i) + "] (" + cat + ")"; };
-    if (!e.contains("ts") || !e["ts"].is_number() || !e.contains("dur") || !e["dur"].is_number())
-      throw sim::UserError(where() + ": a GPU activity without numeric ts and dur");
-    a.start_ns = us_to_ns(e["ts"]);
-    a.dur_ns = us_to_ns(e["dur"]);
-    if (a.dur_ns < 0) throw sim::UserError(where() + ": negative duration");
-    a.name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : std::string("?");
-    const nlohmann::json* stream = nullptr;
-    if (e.contains("args") && e["args"].is_object() && e["args"].contains("stream")) stream = &e["args"]["stream"];
-    if (stream && stream->is_number_integer()) {
-      a.stream = static_cast<uint32_t>(stream->get<int64_t>());
-    } else if (e.contains("tid") && e["tid"].is_number_integer()) {
-      a.stream = static_cast<uint32_t>(e["tid"].get<int64_t>());
-    }
+    auto where = [&] { return path_ + ": traceEvents[" + std::to_string(index) + "] (" + cat + ")"; };
+    if (!ev_.has_ts || !ev_.has_dur) throw sim::UserError(where() + ": a GPU activity without numeric ts and dur");
+    if (ev_.dur_ns < 0) throw sim::UserError(where() + ": negative duration");
+    a.start_ns = ev_.ts_ns;
+    a.dur_ns = ev_.dur_ns;
+    a.name = ev_.name.empty() ? std::string("?") : ev_.name;
+    a.stream = static_cast<uint32_t>(ev_.has_stream ? ev_.stream : ev_.has_tid ? ev_.tid : 0);
     if (a.kind == GpuActivity::Kind::kKernel && nccl_collective(a.name, a.coll)) a.kind = GpuActivity::Kind::kCollective;
-    out.activity.push_back(std::move(a));
+    out_.activity.push_back(std::move(a));
   }
+
+  KinetoRank& out_;
+  const std::string& path_;
+  std::vector<bool> object_;
+  size_t depth_ = 0;
+  std::string key_, top_key_, parent_key_, schema_;
+  Event ev_;
+  size_t events_ = 0;
+  bool failed_ = false, saw_events_ = false, saw_nodes_ = false, saw_schema_ = false;
+};
+
+}  // namespace
+
+KinetoRank read_kineto(const std::string& path) {
+  KinetoRank out;
+  out.file = path;
+  const std::string text = read_maybe_gzip(path);
+  KinetoSax sax(out, path);
+  nlohmann::json::sax_parse(text, &sax);
+  if (sax.failed()) {
+    const bool binary = std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(text.size(), 256)),
+                                    [](char c) { return c != '\n' && c != '\r' && c != '\t' && static_cast<unsigned char>(c) < 32; });
+    throw sim::UserError(path + (binary ? ": binary, not JSON (a Chakra protobuf trace? give Chakra traces as .et files)"
+                                        : ": not valid JSON (a PyTorch profiler trace is a JSON object)"));
+  }
+  if (sax.execution_trace())
+    throw sim::UserError(path + ": a PyTorch execution trace (schema \"" + sax.schema() +
+                         "\"), not a profiler trace: give it with --et, beside the profiler traces");
+  if (!sax.saw_events()) throw sim::UserError(path + ": no traceEvents array: not a PyTorch profiler (Kineto) trace");
   if (out.activity.empty()) throw sim::UserError(path + ": no GPU activity (kernel, gpu_memcpy, gpu_memset) to replay");
   std::stable_sort(out.activity.begin(), out.activity.end(),
                    [](const GpuActivity& x, const GpuActivity& y) { return x.start_ns < y.start_ns; });
