@@ -112,22 +112,24 @@ int cmd_replay(const ReplayOptions& opt) {
       std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
                   sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
     }
-    std::printf("  %4s  %14s  %14s  %8s  %s\n", "rank", "measured ms", "replayed ms", "error", "file");
+    std::printf("  %4s  %14s  %14s  %8s  %12s  %s\n", "rank", "measured ms", "replayed ms", "error", "exposed comm",
+                "file");
   }
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = exec.rank_end(r).seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
     if (!opt.quiet && chakra)
-      std::printf("  %4u  %14s  %14.6f  %8s  %s\n", r, "-", sim_s * 1e3, "-", ranks[r].file.c_str());
+      std::printf("  %4u  %14s  %14.6f  %8s  %12s  %s\n", r, "-", sim_s * 1e3, "-", "-", ranks[r].file.c_str());
     else if (!opt.quiet)
-      std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
-                  ranks[r].file.c_str());
+      std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %9.3f ms  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
+                  rp.exposed_comm_s[r] * 1e3, ranks[r].file.c_str());
     nlohmann::ordered_json row;
     row["rank"] = r;
     row["file"] = ranks[r].file;
     row["measured_s"] = rp.measured_s[r];
     row["replayed_s"] = sim_s;
     row["error"] = err;
+    if (!chakra) row["measured_exposed_comm_s"] = rp.exposed_comm_s[r];
     rows.push_back(row);
   }
   if (!opt.json.empty()) {

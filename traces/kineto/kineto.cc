@@ -37,6 +37,27 @@ bool nccl_collective(const std::string& name, wl::CollectiveOp& op) {
   return true;
 }
 
+// Measured exposed communication: the time some collective kernel ran while no other GPU activity
+// of the rank did (a sweep over the activities' start and end points).
+double exposed_communication_s(const KinetoRank& kr) {
+  std::vector<std::pair<int64_t, int>> points;  // (time, +-1 collective | +-2 other)
+  for (const auto& a : kr.activity) {
+    const int w = a.kind == GpuActivity::Kind::kCollective ? 1 : 2;
+    points.emplace_back(a.start_ns, w);
+    points.emplace_back(a.start_ns + a.dur_ns, -w);
+  }
+  std::sort(points.begin(), points.end());
+  int64_t exposed = 0, last = 0;
+  int comm = 0, other = 0;
+  for (const auto& [t, w] : points) {
+    if (comm > 0 && other == 0) exposed += t - last;
+    last = t;
+    if (w == 1 || w == -1) comm += w;
+    else other += w / 2;
+  }
+  return static_cast<double>(exposed) * 1e-9;
+}
+
 }  // namespace
 
 int64_t KinetoRank::last_end_ns() const {
@@ -322,6 +343,7 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
     jp.templates.push_back(std::move(p));
     jp.template_of_rank.push_back(static_cast<uint32_t>(r));
     out.measured_s.push_back(static_cast<double>(kr.last_end_ns() - kr.first_ns()) * 1e-9);
+    out.exposed_comm_s.push_back(exposed_communication_s(kr));
     out.offset_s.push_back(static_cast<double>(kr.first_ns() - out.t0_ns) * 1e-9);
   }
   return out;

@@ -59,6 +59,7 @@ struct ReplayProgram {
   int64_t t0_ns = 0;                 // the earliest activity of any rank: simulated time 0
   std::vector<double> measured_s;    // per rank: first activity start to last activity end
   std::vector<double> offset_s;      // per rank: its first activity's start after t0
+  std::vector<double> exposed_comm_s;  // per rank, measured: time a collective ran while no other GPU work did
   size_t collectives = 0;            // per rank
 };
 
