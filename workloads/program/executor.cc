@@ -1154,7 +1154,7 @@ void ProgramExecutor::describe_hang(std::string& out) const {
 
 void ProgramExecutor::emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end) {
   auto& bus = sim_.observers();
-  if (!bus.active() || op.name == 0) return;  // unnamed ops (a replay's idle gaps) are not drawn
+  if (!bus.active() || (op.kind == OpKind::kDelay && op.name == 0)) return;  // unnamed delays: idle gaps
   sim::SpanRecord r;
   r.process = rank;
   r.thread = op.stream;

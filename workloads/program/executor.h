@@ -72,7 +72,7 @@ class ProfileKernelCoster : public KernelCoster {
 };
 
 struct ExecutorOptions {
-  std::vector<uint32_t> trace_ranks;  // ranks whose named ops become trace spans (empty: none)
+  std::vector<uint32_t> trace_ranks;  // ranks whose ops (not unnamed delays) become trace spans (empty: none)
   // Costs kernel ops when issued; null: a ProfileKernelCoster of the cluster's profile at the
   // accelerator's BF16 peak.
   const KernelCoster* coster = nullptr;
