@@ -50,10 +50,9 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!chakra && !opt.execution_traces.empty() && opt.cluster.empty())
     throw sim::UserError("--et gives collective sizes to simulate on a cluster: give --cluster SCENARIO too");
   if (!chakra && !opt.cluster.empty()) {
-    if (opt.execution_traces.empty())
-      throw sim::UserError("--cluster simulates the collectives, whose sizes these traces do not record: give the "
-                           "PyTorch execution traces with --et (one per rank, in rank order)");
+    // Sizes from the execution traces, else from the profiler traces where they record them.
     for (const auto& f : opt.execution_traces) ro.collective_sizes.push_back(traces::read_et_collectives(f));
+    ro.simulate_recorded = opt.execution_traces.empty();
   }
   if (!chakra) rp = traces::replay_program(ranks, ro);
   const uint32_t world = static_cast<uint32_t>(ranks.size());

@@ -214,5 +214,26 @@ TEST(Kineto, OtherFormatsAreNamedNotMisread) {
   fs::remove(bin);
 }
 
+TEST(Kineto, ReadsTheMessageSizesNewerTracesRecord) {
+  // HTA's A100 sample, in start order (read with Python's json): a broadcast of 53,120 Float
+  // elements (212,480 bytes), one of 53 Long (424 bytes), then an all-reduce of 2,049,000 Float
+  // (8,196,000 bytes). The DLRM traces record no sizes (-1).
+  KinetoRank r = read_kineto(
+      (fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "hta-a100-nccl" / "nccl_data.json.gz").string());
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.world, 2);
+  std::vector<const GpuActivity*> nccl;
+  for (const auto& a : r.activity)
+    if (a.kind == GpuActivity::Kind::kCollective) nccl.push_back(&a);
+  ASSERT_EQ(nccl.size(), 21u);
+  EXPECT_EQ(nccl[0]->coll, wl::CollectiveOp::kBroadcast);
+  EXPECT_EQ(nccl[0]->bytes, 53120.0 * 4);
+  EXPECT_EQ(nccl[1]->bytes, 53.0 * 8);
+  EXPECT_EQ(nccl[2]->coll, wl::CollectiveOp::kAllReduce);
+  EXPECT_EQ(nccl[2]->bytes, 2049000.0 * 4);
+  for (const auto& a : read_kineto(dlrm_files()[0]).activity)
+    if (a.kind == GpuActivity::Kind::kCollective) EXPECT_EQ(a.bytes, -1);
+}
+
 }  // namespace
 }  // namespace traces

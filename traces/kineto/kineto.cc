@@ -84,6 +84,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& v) override {
     if (in_event() && key_ == "cat") ev_.cat = v;
     if (in_event() && key_ == "name") ev_.name = v;
+    if (in_args() && key_ == "dtype") ev_.dtype = v;
     if (depth_ == 1 && key_ == "schema") saw_schema_ = true, schema_ = v;
     return value();
   }
@@ -125,8 +126,10 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   const std::string& schema() const { return schema_; }
 
  private:
+  bool in_args() const { return depth_ == 4 && top_key_ == "traceEvents" && parent_key_ == "args"; }
   struct Event {
-    std::string cat, name;
+    std::string cat, name, dtype;
+    int64_t in_nelems = -1, out_nelems = -1;
     bool has_ts = false, has_dur = false, has_stream = false, has_tid = false;
     int64_t ts_ns = 0, dur_ns = 0, stream = 0, tid = 0;
   };
@@ -151,9 +154,13 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       if (key_ == "ts") ev_.has_ts = true, ev_.ts_ns = ns();
       if (key_ == "dur") ev_.has_dur = true, ev_.dur_ns = ns();
       if (key_ == "tid" && integer) ev_.has_tid = true, ev_.tid = i;
-    } else if (depth_ == 4 && top_key_ == "traceEvents" && parent_key_ == "args" && key_ == "stream" && integer) {
+    } else if (in_args() && key_ == "stream" && integer) {
       ev_.has_stream = true;
       ev_.stream = i;
+    } else if (in_args() && key_ == "In msg nelems" && integer) {
+      ev_.in_nelems = i;
+    } else if (in_args() && key_ == "Out msg nelems" && integer) {
+      ev_.out_nelems = i;
     } else if (depth_ == 2 && top_key_ == "distributedInfo" && integer) {
       if (key_ == "rank") out_.rank = i;
       if (key_ == "world_size") out_.world = i;
@@ -181,7 +188,20 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     a.name = ev_.name.empty() ? std::string("?") : ev_.name;
     a.stream = static_cast<uint32_t>(ev_.has_stream ? ev_.stream : ev_.has_tid ? ev_.tid : 0);
     if (a.kind == GpuActivity::Kind::kKernel && nccl_collective(a.name, a.coll)) a.kind = GpuActivity::Kind::kCollective;
+    if (a.kind == GpuActivity::Kind::kCollective) {
+      const int64_t n = a.coll == wl::CollectiveOp::kAllGather ? ev_.out_nelems : ev_.in_nelems;
+      const double e = element_bytes(ev_.dtype);
+      if (n >= 0 && e > 0) a.bytes = static_cast<double>(n) * e;
+    }
     out_.activity.push_back(std::move(a));
+  }
+  // Bytes per element of a PyTorch dtype as the profiler names it ("Float", "BFloat16", ...).
+  static double element_bytes(const std::string& d) {
+    if (d == "Float" || d == "Int" || d == "float" || d == "int") return 4;
+    if (d == "Half" || d == "BFloat16" || d == "Short") return 2;
+    if (d == "Double" || d == "Long" || d == "ComplexFloat") return 8;
+    if (d == "Byte" || d == "Char" || d == "Bool" || d == "Float8_e4m3fn" || d == "Float8_e5m2") return 1;
+    return 0;
   }
 
   KinetoRank& out_;
@@ -241,8 +261,14 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
       throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) + " NCCL kernels, but " + ranks[0].file +
                            " has " + std::to_string(out.collectives) +
                            ": the collectives cannot be matched (the trace records no process groups)");
-  const bool simulate = !opt.collective_sizes.empty();
-  if (simulate) {
+  const bool simulate = !opt.collective_sizes.empty() || opt.simulate_recorded;
+  if (opt.simulate_recorded && opt.collective_sizes.empty()) {
+    for (size_t r = 0; r < world; ++r)
+      for (const GpuActivity* c : colls[r])
+        if (c->bytes < 0)
+          throw sim::UserError(ranks[r].file + ": NCCL kernel '" + c->name.substr(0, 60) +
+                               "' records no message size: give the execution traces (--et) to simulate collectives");
+  } else if (simulate) {
     if (opt.collective_sizes.size() != world)
       throw sim::UserError("replay: " + std::to_string(opt.collective_sizes.size()) +
                            " execution traces for " + std::to_string(world) + " ranks");
@@ -323,7 +349,11 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
         op.coll = a.coll;
         op.comm = 0;
         op.category = 2;
-        if (simulate) {
+        if (simulate && opt.collective_sizes.empty()) {
+          op.bytes = a.bytes;  // recorded in the trace
+          op.seconds = 0;
+          ++k;
+        } else if (simulate) {
           op.bytes = opt.collective_sizes[r][k].bytes;
           op.coll = opt.collective_sizes[r][k].op;
           op.seconds = 0;  // simulated on the cluster

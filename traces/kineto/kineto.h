@@ -41,6 +41,10 @@ struct GpuActivity {
   uint32_t stream = 0;
   Kind kind = Kind::kKernel;
   wl::CollectiveOp coll = wl::CollectiveOp::kAllReduce;  // kCollective
+  // kCollective, when the trace records it (newer PyTorch: "In msg nelems", "Out msg nelems",
+  // "dtype" in the kernel's args): the size as nccl-tests counts it (all-gather: its output,
+  // otherwise its input); -1 when not recorded.
+  double bytes = -1;
 };
 
 struct KinetoRank {
@@ -67,6 +71,8 @@ struct ReplayOptions {
   // Per rank, its collectives' kinds and sizes (from its execution trace, in issue order): given,
   // collectives are simulated on the cluster instead of taking their measured time.
   std::vector<std::vector<EtCollective>> collective_sizes;
+  // Simulate the collectives with the sizes the profiler trace itself records (GpuActivity::bytes).
+  bool simulate_recorded = false;
   // Inferred cross-stream synchronisation: an activity that idled more than sync_idle_ns on its
   // stream and started within sync_lag_ns after another stream's activity ended waited for it.
   int64_t sync_idle_ns = 5'000, sync_lag_ns = 50'000;
