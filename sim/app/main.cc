@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
 
   app::ReplayOptions replay;
   auto* replay_cmd = app.add_subcommand(
-      "replay", "Replay PyTorch profiler (Kineto) traces, one per rank, with their measured durations");
+      "replay", "Replay measured traces, one per rank: PyTorch profiler JSON (measured durations) or Chakra .et");
   replay_cmd->add_option("traces", replay.traces, "Trace files (.json or .json.gz), one per rank, in rank order")
       ->required();
   replay_cmd->add_option("--et", replay.execution_traces,
