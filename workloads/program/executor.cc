@@ -749,23 +749,32 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
   ++dead_count_;
   trace_instant(rank, 0, "rank dead (GPU " + std::to_string(job_.gpu_of(rank)) + ")");
   if (failed_at_.is_infinite()) note_failure("rank " + std::to_string(rank) + " (GPU " + std::to_string(job_.gpu_of(rank)) + ") died");
-  const Program& p = program_of(rank);
-  for (uint16_t s = 0; s < p.num_streams(); ++s) {
-    // running_ is valid while the head op is a kernel that has been issued and not completed.
-    const StreamState& st = ss(rank, s);
-    sim::ActivityId& a = running_[stream_base_[rank] + s];
-    if (st.busy && st.next < p.stream_ops(s).size()) {
-      const Op& head = p.op(p.stream_ops(s)[st.next]);
-      const bool kernel = head.kind == OpKind::kTimed || head.kind == OpKind::kKernel;
-      if (kernel && a.value != 0xFFFFFFFFu && sim_.fluid().active(a)) sim_.fluid().cancel(a);
+  withdraw(rank);
+}
+
+// Cancels the running kernels and pending delays of `rank` (kNone: of every rank, and measured
+// collectives' timers too).
+void ProgramExecutor::withdraw(uint32_t rank) {
+  const uint32_t first = rank == kNone ? 0 : rank, last = rank == kNone ? job_.world() : rank + 1;
+  for (uint32_t r = first; r < last; ++r) {
+    const Program& p = program_of(r);
+    for (uint16_t s = 0; s < p.num_streams(); ++s) {
+      // running_ is valid while the head op is a kernel that has been issued and not completed.
+      const StreamState& st = ss(r, s);
+      sim::ActivityId& a = running_[stream_base_[r] + s];
+      if (st.busy && st.next < p.stream_ops(s).size() && a.value != 0xFFFFFFFFu) {
+        const OpKind k = p.op(p.stream_ops(s)[st.next]).kind;
+        if ((k == OpKind::kTimed || k == OpKind::kKernel) && sim_.fluid().active(a)) sim_.fluid().cancel(a);
+      }
+      a = sim::ActivityId(0xFFFFFFFFu);
     }
-    a = sim::ActivityId(0xFFFFFFFFu);
   }
-  for (size_t d = 0; d < delays_.size(); ++d) {
-    if (delays_[d].rank != rank || std::find(free_delays_.begin(), free_delays_.end(), d) != free_delays_.end())
+  for (uint32_t d = 0; d < delays_.size(); ++d) {
+    if ((rank != kNone && delays_[d].rank != rank) ||
+        std::find(free_delays_.begin(), free_delays_.end(), d) != free_delays_.end())
       continue;
     sim_.cancel(delays_[d].event);
-    free_delays_.push_back(static_cast<uint32_t>(d));
+    free_delays_.push_back(d);
   }
 }
 
@@ -1049,23 +1058,7 @@ void ProgramExecutor::abort_job(uint32_t rank, uint16_t stream) {
     trace_instant(r, 0, "job aborted (watchdog)");
   }
   // Withdraw everything the job has in flight.
-  for (uint32_t r = 0; r < job_.world(); ++r) {
-    const Program& rp = program_of(r);
-    for (uint16_t s = 0; s < rp.num_streams(); ++s) {
-      sim::ActivityId& a = running_[stream_base_[r] + s];
-      const StreamState& st = ss(r, s);
-      if (st.busy && st.next < rp.stream_ops(s).size() && a.value != 0xFFFFFFFFu) {
-        const OpKind k = rp.op(rp.stream_ops(s)[st.next]).kind;
-        if ((k == OpKind::kTimed || k == OpKind::kKernel) && sim_.fluid().active(a)) sim_.fluid().cancel(a);
-      }
-      a = sim::ActivityId(0xFFFFFFFFu);
-    }
-  }
-  for (uint32_t d = 0; d < delays_.size(); ++d)
-    if (std::find(free_delays_.begin(), free_delays_.end(), d) == free_delays_.end()) {
-      sim_.cancel(delays_[d].event);
-      free_delays_.push_back(d);
-    }
+  withdraw(kNone);
   runtime_.cancel(this);
   aborted_ = true;
   aborted_at_ = now;

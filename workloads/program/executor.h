@@ -211,6 +211,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void on_watchdog();
   void abort_job(uint32_t rank, uint16_t stream);
   void describe_hang(std::string& out) const;
+  void withdraw(uint32_t rank);
   void trace_instant(uint32_t rank, uint16_t stream, const std::string& name);
   uint16_t waiting_stream(uint32_t rank, uint32_t comm, uint32_t seq) const;
 
