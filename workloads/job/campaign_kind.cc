@@ -40,19 +40,6 @@ namespace {
 // Bump when the step simulator's timings change, so that cached step times are not reused.
 constexpr const char* kStepModelVersion = "clustersim-step-2026-11-24";
 
-// The job with `down` replicas dropped: the first replicas - down go on at a proportionally
-// smaller global batch (on the GPUs they had; the others idle).
-TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down) {
-  TrainingSettings out = ts;
-  if (down == 0) return out;
-  const Dim axis = replica_axis(ts.job);
-  int64_t& size = axis == Dim::kDp ? out.job.dp : out.job.dp_outer;
-  const int64_t replicas = size;
-  size = replicas - down;
-  out.job.global_batch = ts.job.global_batch / replicas * size;
-  return out;
-}
-
 // Step costs by state, simulated on their own simulations (one at a time: the topology's route
 // caches are not shared across threads) and memoised; with a cache file, read at start and
 // appended to as states are simulated.
@@ -280,20 +267,6 @@ class CampaignJob : public Job {
   uint64_t seed_ = 1;
 };
 
-// 64-bit FNV-1a over the texts.
-uint64_t fnv(std::initializer_list<std::string_view> parts) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (std::string_view p : parts) {
-    for (char c : p) {
-      h ^= static_cast<uint8_t>(c);
-      h *= 0x100000001B3ull;
-    }
-    h ^= 0xFF;
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindContext& ctx) {
@@ -331,7 +304,8 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
     if (!probe) w.child("step_cache").fail("cannot open '" + cache + "' to append step times");
   }
   // Cached step times belong to this cluster and job (and the seed, mixed in at start).
-  const uint64_t key = fnv({kStepModelVersion, ctx.cluster_yaml, job.resolved_yaml()});
+  const uint64_t key =
+      sim::hash_name(std::string(kStepModelVersion) + '\0' + ctx.cluster_yaml + '\0' + job.resolved_yaml());
   return std::make_unique<CampaignJob>(std::move(spec), std::move(ts), std::move(ds), cache, key, ctx.topology,
                                        cluster);
 }

@@ -13,6 +13,16 @@ Dim replica_axis(const TrainingJob& j) {
   return Dim::kCount;
 }
 
+TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down) {
+  TrainingSettings out = ts;
+  if (down == 0) return out;
+  int64_t& size = replica_axis(ts.job) == Dim::kDp ? out.job.dp : out.job.dp_outer;
+  const int64_t replicas = size;
+  size = replicas - down;
+  out.job.global_batch = ts.job.global_batch / replicas * size;
+  return out;
+}
+
 FailureSettings bind_failures(const sim::ConfigNode& f, const topo::Topology& topo, const TrainingSettings& ts,
                               uint32_t spare_nodes) {
   if (!f.is_map()) f.fail("failures: {watchdog: 10min, recovery: none|spare|elastic, events: [...]}");
@@ -102,10 +112,8 @@ RecoveredJob recover(Recovery how, const TrainingSettings& ts, const std::vector
   std::vector<uint32_t> kept;
   for (uint32_t c = 0; c < replicas; ++c)
     if (!dropped.count(c)) kept.push_back(c);
-  TrainingJob& nj = out.ts.job;
-  (axis == Dim::kDp ? nj.dp : nj.dp_outer) = left;
-  const int64_t per_replica = j.global_batch / replicas;
-  nj.global_batch = per_replica * left;
+  out.ts = without_replicas(ts, static_cast<int64_t>(dropped.size()));
+  const TrainingJob& nj = out.ts.job;
   const Layout new_layout({nj.tp, nj.cp, nj.pp, nj.dp, nj.dp_outer}, nj.order);
   std::vector<uint32_t> new_gpu(new_layout.world());
   for (uint32_t r = 0; r < new_layout.world(); ++r) {

@@ -36,6 +36,10 @@ enum class Recovery : uint8_t { kNone, kSpare, kElastic };
 // state is sharded over every data-parallel rank (ZeRO, FSDP without dp_outer).
 Dim replica_axis(const TrainingJob& j);
 
+// The job with `down` of its replicas dropped (along replica_axis): the others go on at a
+// proportionally smaller global batch. The settings only; where they run is the caller's business.
+TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down);
+
 struct FailureSettings {
   std::vector<topo::FailureEvent> events;
   sim::Time watchdog = sim::Time::sec(600);
