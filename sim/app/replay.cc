@@ -12,14 +12,11 @@
 #include "sim/error.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
-#include "topology/cluster_resources.h"
 #include "traces/chrome/chrome_trace.h"
 #include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/job/scenario.h"
-#include "workloads/collectives/cluster_shape.h"
-#include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
 
 namespace app {
@@ -83,22 +80,13 @@ int cmd_replay(const ReplayOptions& opt) {
   const topo::Topology& topo = sc ? *sc->topology : *own;
   const topo::GpuSpec gpu = sc ? sc->cluster.gpu : topo::find_gpu("h100-sxm");
   const topo::HardwareProfile profile = sc ? sc->cluster.profile : topo::default_profile(gpu);
-  topo::ClusterResources res(sim, topo, gpu, profile);
-  wl::RuntimeOptions rto;
-  rto.step_overhead = profile.step_overhead;
-  wl::CollectiveRuntime runtime(res, rto);
   wl::ExecutorOptions eo;
   for (uint32_t r = 0; r < world; ++r) eo.trace_ranks.push_back(r);
-  wl::ProgramExecutor exec(res, runtime, rp.job, wl::cluster_shape_of(topo), wl::cost_hints_for(res, rto), eo);
-  sim.add_pending_work(&exec);
-  exec.start();
-  auto run = sim.run();
+  const wl::ProgramRun run = wl::run_program(sim, topo, gpu, profile, rp.job, eo);
   if (!chakra) traces::emit_measured(ranks, rp.t0_ns, world, sim.observers());  // beside the replay
-  sim.remove_pending_work(&exec);
   sim.finish();
-  if (!exec.error().empty() || !exec.finished()) {
-    std::fprintf(stderr, "clustersim: the replay did not complete: %s%s\n", exec.error().c_str(),
-                 run.deadlock_report.c_str());
+  if (!run.finished) {
+    std::fprintf(stderr, "clustersim: the replay did not complete: %s\n", run.problem.c_str());
     return 3;
   }
   nlohmann::ordered_json j;
@@ -115,7 +103,7 @@ int cmd_replay(const ReplayOptions& opt) {
                 "file");
   }
   for (uint32_t r = 0; r < world; ++r) {
-    const double sim_s = exec.rank_end(r).seconds() - rp.offset_s[r];
+    const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
     if (!opt.quiet && chakra)
       std::printf("  %4u  %14s  %14.6f  %8s  %12s  %s\n", r, "-", sim_s * 1e3, "-", "-", ranks[r].file.c_str());

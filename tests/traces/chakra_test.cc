@@ -56,16 +56,9 @@ TEST(Chakra, TheMicrobenchmarkRunsInTheRingClosedFormOnADgxH100) {
   su.kind = topo::ScaleUpKind::kNvSwitch;
   topo::Topology t = topo::build_scale_up(8, su);
   const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const topo::HardwareProfile prof = topo::default_profile(gpu);
-  topo::ClusterResources res(sim, t, gpu, prof);
-  wl::RuntimeOptions ro;
-  ro.step_overhead = prof.step_overhead;
-  wl::CollectiveRuntime runtime(res, ro);
-  wl::ProgramExecutor exec(res, runtime, jp, wl::cluster_shape_of(t), wl::cost_hints_for(res, ro), {});
-  exec.start();
-  sim.run();
-  ASSERT_TRUE(exec.finished()) << exec.error();
-  EXPECT_NEAR(exec.step_end().seconds() * 1e6, 21 + 1835008.0 / 369e9 * 1e6, 0.002);
+  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), jp);
+  ASSERT_TRUE(run.finished) << run.problem;
+  EXPECT_NEAR(run.end.seconds() * 1e6, 21 + 1835008.0 / 369e9 * 1e6, 0.002);
 }
 
 TEST(Chakra, BadFilesAreOneClearLine) {
@@ -134,15 +127,9 @@ TEST(Chakra, AGeneratedTrainingStepExportedAndReadBackSimulatesToTheSameStepTime
   for (int r = 0; r < 64; ++r) ranks.push_back(read_chakra((dir / ("step." + std::to_string(r) + ".et")).string()));
   wl::JobProgram jp = chakra_program(ranks);
   sim::Simulation sim(1);
-  topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
-  wl::RuntimeOptions ro;
-  ro.step_overhead = sc.cluster.profile.step_overhead;
-  wl::CollectiveRuntime runtime(res, ro);
-  wl::ProgramExecutor exec(res, runtime, jp, wl::cluster_shape_of(*sc.topology), wl::cost_hints_for(res, ro), {});
-  exec.start();
-  sim.run();
-  ASSERT_TRUE(exec.finished()) << exec.error();
-  EXPECT_EQ(exec.step_end().count_ns(), original_ns);
+  const wl::ProgramRun run = wl::run_program(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, jp);
+  ASSERT_TRUE(run.finished) << run.problem;
+  EXPECT_EQ(run.end.count_ns(), original_ns);
   fs::remove_all(dir);
 }
 

@@ -85,15 +85,11 @@ TEST(Kineto, ReplayWithMeasuredCollectivesReproducesEveryRanksIteration) {
   su.kind = topo::ScaleUpKind::kNvSwitch;
   topo::Topology topo = topo::build_scale_up(8, su);
   const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  topo::ClusterResources res(sim, topo, gpu, topo::default_profile(gpu));
-  wl::CollectiveRuntime runtime(res, wl::RuntimeOptions{});
-  wl::ProgramExecutor exec(res, runtime, rp.job, wl::ClusterShape{}, wl::CostHints{}, wl::ExecutorOptions{});
-  exec.start();
-  sim.run();
-  ASSERT_TRUE(exec.finished()) << exec.error();
+  const wl::ProgramRun run = wl::run_program(sim, topo, gpu, topo::default_profile(gpu), rp.job);
+  ASSERT_TRUE(run.finished) << run.problem;
   for (uint32_t r = 0; r < 8; ++r) {
     SCOPED_TRACE(r);
-    const double replayed = exec.rank_end(r).seconds() - rp.offset_s[r];
+    const double replayed = run.rank_end[r].seconds() - rp.offset_s[r];
     EXPECT_NEAR(replayed / rp.measured_s[r], 1.0, 0.03);
     EXPECT_NEAR(replayed, rp.measured_s[r], 50e-6);  // and in fact within 50 us
   }
@@ -162,17 +158,10 @@ TEST(Kineto, ReplayWithSimulatedCollectivesOnEightV100sIsWithin15PercentPerRank)
   ReplayProgram rp = replay_program(ranks, ro);
   wl::Scenario sc = wl::bind_scenario(sim::ConfigDoc::load_file((kDlrm / "dgx1-v100.yaml").string()), "dgx1", false);
   sim::Simulation sim(1);
-  topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
-  wl::RuntimeOptions rto;
-  rto.step_overhead = sc.cluster.profile.step_overhead;
-  wl::CollectiveRuntime runtime(res, rto);
-  wl::ProgramExecutor exec(res, runtime, rp.job, wl::cluster_shape_of(*sc.topology), wl::cost_hints_for(res, rto),
-                           wl::ExecutorOptions{});
-  exec.start();
-  sim.run();
-  ASSERT_TRUE(exec.finished()) << exec.error();
+  const wl::ProgramRun run = wl::run_program(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, rp.job);
+  ASSERT_TRUE(run.finished) << run.problem;
   for (uint32_t r = 0; r < 8; ++r) {
-    const double replayed = exec.rank_end(r).seconds() - rp.offset_s[r];
+    const double replayed = run.rank_end[r].seconds() - rp.offset_s[r];
     EXPECT_NEAR(replayed / rp.measured_s[r], 1.0, 0.15) << "rank " << r;
     RecordProperty("rank" + std::to_string(r) + "_error", std::to_string(replayed / rp.measured_s[r] - 1));
   }

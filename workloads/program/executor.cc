@@ -1,5 +1,7 @@
 #include "workloads/program/executor.h"
 
+#include "workloads/collectives/cluster_shape.h"
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -1166,6 +1168,25 @@ double ProgramExecutor::category_seconds(uint32_t rank, uint16_t c) const {
   double v = cat_s_[static_cast<size_t>(rank) * ncat_ + c];
   if (c == job_.idle_category && ranks_[rank].ops_left == 0) v += (step_end_ - ranks_[rank].end).seconds();
   return v;
+}
+
+ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const topo::GpuSpec& gpu,
+                       const topo::HardwareProfile& profile, const JobProgram& job, const ExecutorOptions& opt) {
+  topo::ClusterResources res(sim, topo, gpu, profile);
+  RuntimeOptions ro;
+  ro.step_overhead = profile.step_overhead;
+  CollectiveRuntime runtime(res, ro);
+  ProgramExecutor exec(res, runtime, job, cluster_shape_of(topo), cost_hints_for(res, ro), opt);
+  sim.add_pending_work(&exec);
+  exec.start();
+  const sim::RunResult run = sim.run();
+  sim.remove_pending_work(&exec);
+  ProgramRun out;
+  out.finished = exec.error().empty() && exec.finished();
+  if (!out.finished) out.problem = exec.error() + run.deadlock_report;
+  out.end = exec.step_end();
+  for (uint32_t r = 0; r < job.world(); ++r) out.rank_end.push_back(exec.rank_end(r));
+  return out;
 }
 
 }  // namespace wl

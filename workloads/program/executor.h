@@ -289,4 +289,16 @@ class ProgramExecutor : public sim::ActivityOwner,
   uint32_t key_mb_ = sim::kNoName, key_layer_ = sim::kNoName, key_bytes_ = sim::kNoName, key_ext_ = sim::kNoName;
 };
 
+// A JobProgram run alone on a cluster (a replayed or imported trace): resources on `sim`, a
+// collective runtime with the profile's step overhead, the executor; then the run. The caller
+// owns the simulation (to attach observers first) and finishes it.
+struct ProgramRun {
+  bool finished = false;
+  std::string problem;  // the executor's error or the deadlock report, when not finished
+  sim::Time end;        // the last op's end
+  std::vector<sim::Time> rank_end;
+};
+ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const topo::GpuSpec& gpu,
+                       const topo::HardwareProfile& profile, const JobProgram& job, const ExecutorOptions& opt = {});
+
 }  // namespace wl
