@@ -74,8 +74,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  public:
   KinetoSax(KinetoRank& out, const std::string& path) : out_(out), path_(path) {}
 
-  bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
   bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v, true); }
   bool number_unsigned(number_unsigned_t v) override {
     return number(static_cast<double>(v), static_cast<int64_t>(v), true);
@@ -85,10 +85,13 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     if (in_event() && key_ == "cat") ev_.cat = v;
     if (in_event() && key_ == "name") ev_.name = v;
     if (in_args() && key_ == "dtype") ev_.dtype = v;
-    if (depth_ == 1 && key_ == "schema") saw_schema_ = true, schema_ = v;
-    return value();
+    if (depth_ == 1 && key_ == "schema") {
+      saw_schema_ = true;
+      schema_ = v;
+    }
+    return true;
   }
-  bool binary(binary_t&) override { return value(); }
+  bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
     push(true);
     if (in_event()) ev_ = Event{};
@@ -147,13 +150,19 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   }
   // An event: an object at depth 3 (root object, traceEvents array, the event).
   bool in_event() const { return depth_ == 3 && top_key_ == "traceEvents" && object_.size() == 3 && object_[2]; }
-  bool value() { return true; }
   bool number(double d, int64_t i, bool integer) {
     auto ns = [&] { return integer ? i * 1000 : std::llround(d * 1000.0); };
     if (in_event()) {
-      if (key_ == "ts") ev_.has_ts = true, ev_.ts_ns = ns();
-      if (key_ == "dur") ev_.has_dur = true, ev_.dur_ns = ns();
-      if (key_ == "tid" && integer) ev_.has_tid = true, ev_.tid = i;
+      if (key_ == "ts") {
+        ev_.has_ts = true;
+        ev_.ts_ns = ns();
+      } else if (key_ == "dur") {
+        ev_.has_dur = true;
+        ev_.dur_ns = ns();
+      } else if (key_ == "tid" && integer) {
+        ev_.has_tid = true;
+        ev_.tid = i;
+      }
     } else if (in_args() && key_ == "stream" && integer) {
       ev_.has_stream = true;
       ev_.stream = i;
