@@ -1,0 +1,145 @@
+"""A small Llama-style decoder for trace capture (imported by capture.py once torch is known to exist).
+
+RMSNorm, optional rotary embeddings, causal attention through F.scaled_dot_product_attention (grouped
+KV heads allowed), SwiGLU MLP. Tensor parallelism is Megatron-style: the QKV and gate/up projections
+are column-parallel (each TP rank holds heads/tp heads and ffn/tp FFN columns), the attention output
+and down projections are row-parallel and followed by an all-reduce over the TP group; the gradient
+of the input of a column-parallel block is all-reduced in backward. The embedding, norms and LM head
+are replicated on every TP rank (Megatron shards the vocabulary too; kept simple here). Every rank
+initialises its own shard at random: the numbers are meaningless, the kernels and messages are real.
+"""
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class _CopyToTP(torch.autograd.Function):
+    """Forward: identity. Backward: all-reduce the input gradient over the TP group (Megatron's "f")."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class _ReduceFromTP(torch.autograd.Function):
+    """Forward: all-reduce the partial sums over the TP group. Backward: identity (Megatron's "g")."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        dist.all_reduce(x, group=group)  # in place: x is a fresh matmul output nobody saved
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return xf.to(x.dtype) * self.weight
+
+
+def rope_tables(seq, head_dim, device, base=10000.0):
+    """cos/sin of the rotary angles, [seq, head_dim/2] each."""
+    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim)
+    angles = torch.outer(torch.arange(seq, device=device).float(), inv_freq)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin):
+    """Rotate the two halves of the head dimension of x [batch, heads, seq, head_dim]."""
+    x1, x2 = x.chunk(2, dim=-1)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, a, tp, group):
+        super().__init__()
+        self.hd = a.hidden // a.heads
+        self.h, self.kv = a.heads // tp, a.kv_heads // tp  # heads held by this TP rank
+        self.tp, self.group = tp, group
+        self.qkv = nn.Linear(a.hidden, (self.h + 2 * self.kv) * self.hd, bias=False)  # column-parallel
+        self.o = nn.Linear(self.h * self.hd, a.hidden, bias=False)  # row-parallel
+
+    def forward(self, x, rope):
+        b, s, _ = x.shape
+        if self.tp > 1:
+            x = _CopyToTP.apply(x, self.group)
+        q, k, v = self.qkv(x).split([self.h * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
+        q = q.view(b, s, self.h, self.hd).transpose(1, 2)
+        k = k.view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = v.view(b, s, self.kv, self.hd).transpose(1, 2)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        if self.kv != self.h:  # grouped-query attention: share each KV head among h/kv query heads
+            k = k.repeat_interleave(self.h // self.kv, dim=1)
+            v = v.repeat_interleave(self.h // self.kv, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = self.o(y.transpose(1, 2).reshape(b, s, self.h * self.hd))
+        return _ReduceFromTP.apply(y, self.group) if self.tp > 1 else y
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, a, tp, group):
+        super().__init__()
+        self.tp, self.group = tp, group
+        self.gate_up = nn.Linear(a.hidden, 2 * (a.ffn // tp), bias=False)  # column-parallel, fused
+        self.down = nn.Linear(a.ffn // tp, a.hidden, bias=False)  # row-parallel
+
+    def forward(self, x):
+        if self.tp > 1:
+            x = _CopyToTP.apply(x, self.group)
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        y = self.down(F.silu(gate) * up)
+        return _ReduceFromTP.apply(y, self.group) if self.tp > 1 else y
+
+
+class Block(nn.Module):
+    def __init__(self, a, tp, group):
+        super().__init__()
+        self.attn_norm, self.mlp_norm = RMSNorm(a.hidden), RMSNorm(a.hidden)
+        self.attn, self.mlp = Attention(a, tp, group), SwiGLU(a, tp, group)
+
+    def forward(self, x, rope):
+        x = x + self.attn(self.attn_norm(x), rope)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class Llama(nn.Module):
+    """forward(tokens, targets) -> mean cross-entropy loss."""
+
+    def __init__(self, a, tp=1, group=None):
+        super().__init__()
+        self.embed = nn.Embedding(a.vocab, a.hidden)
+        self.blocks = nn.ModuleList(Block(a, tp, group) for _ in range(a.layers))
+        self.norm = RMSNorm(a.hidden)
+        self.head = nn.Linear(a.hidden, a.vocab, bias=False)
+        # Rotary tables: plain attributes, not buffers, so that DDP has nothing to broadcast per step.
+        self.rope = None
+        self.rope_args = (a.seq, a.hidden // a.heads) if a.rope else None
+
+    def forward(self, tokens, targets):
+        if self.rope_args is not None and self.rope is None:
+            self.rope = rope_tables(*self.rope_args, device=tokens.device)
+        x = self.embed(tokens)
+        for blk in self.blocks:
+            x = blk(x, self.rope)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
