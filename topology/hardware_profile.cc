@@ -23,6 +23,8 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   // Wave quantization of GEMM tiles over the SMs (NVIDIA Deep Learning Performance Guide, "Matrix
   // Multiplication Background"); no effect without an SM count.
   p.gemm_wave_quantization = true;
+  // Per-kernel fixed latencies: not modelled unless calibrated (clustersim calibrate) or set.
+  p.gemm_latency = p.attention_latency = p.kernel_latency = sim::Time::zero();
   // Link payload fractions: NCCL moves payload at about 82% of NVLink line rate (370 of 450 GB/s
   // busbw on 8x H100, nccl-tests issue #212, maintainer) and about 94% of a 400 Gb/s NIC (46-48
   // of 50 GB/s, nccl-tests issue #290, maintainer); switch links as NICs; torus ICI 0.90 is an
@@ -75,6 +77,9 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count) 
   p.fabric_latency = latency("fabric_latency", p.fabric_latency);
   p.torus_latency = latency("torus_latency", p.torus_latency);
   p.step_overhead = latency("step_overhead", p.step_overhead);
+  p.gemm_latency = latency("gemm_latency", p.gemm_latency);
+  p.attention_latency = latency("attention_latency", p.attention_latency);
+  p.kernel_latency = latency("kernel_latency", p.kernel_latency);
   p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count, p.comm_sms));
   p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
 }

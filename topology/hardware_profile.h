@@ -31,6 +31,12 @@ struct HardwareProfile {
   double vector_efficiency = 0.07;  // non-tensor FLOP rate as a fraction of the tensor peak
   double memory_efficiency = 0.85;  // fraction of HBM bandwidth
   bool gemm_wave_quantization = true;
+  // Fixed time per kernel beyond its roofline time (launch, prologue, epilogue, tail): a kernel of
+  // F FLOPs takes latency + F / rate, so small kernels reach a lower fraction of peak. 0 by default
+  // (not modelled); `clustersim calibrate` fits them from measured kernels.
+  sim::Time gemm_latency = sim::Time::zero();
+  sim::Time attention_latency = sim::Time::zero();
+  sim::Time kernel_latency = sim::Time::zero();  // every other kernel (vector, memory-bound)
   // --- links: payload fraction and latency per link kind --------------------------------------
   double scale_up_efficiency = 0.82;
   double nic_efficiency = 0.94;

@@ -780,6 +780,14 @@ void ProgramExecutor::withdraw(uint32_t rank) {
   }
 }
 
+double ProfileKernelCoster::latency_s(KernelClass c) const {
+  switch (c) {
+    case KernelClass::kGemm: return profile_.gemm_latency.seconds();
+    case KernelClass::kAttention: return profile_.attention_latency.seconds();
+    default: return profile_.kernel_latency.seconds();
+  }
+}
+
 ProfileKernelCoster::Sums ProfileKernelCoster::sum(const std::vector<CostTerm>& terms) const {
   Sums s;
   for (const CostTerm& t : terms) {
@@ -793,7 +801,7 @@ ProfileKernelCoster::Sums ProfileKernelCoster::sum(const std::vector<CostTerm>& 
       if (t.flops[1] != 0) sm += t.flops[1] / (rate * t.wave[1]);
     }
     const double hbm = t.bytes / (hbm_ * profile_.memory_efficiency);
-    s.seconds += std::max(sm, hbm);
+    s.seconds += latency_s(t.cls) + std::max(sm, hbm);
     s.sm_s += sm;
     s.hbm_s += hbm;
   }
@@ -819,7 +827,7 @@ KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) con
   const double t_sm = eff > 0 && peak_ > 0 ? op.flops / (peak_ * eff) : 0.0;
   const double t_hbm = hbm_ > 0 ? op.bytes / (hbm_ * profile_.memory_efficiency) : 0.0;
   Cost c;
-  c.seconds = std::max(t_sm, t_hbm);
+  c.seconds = latency_s(static_cast<KernelClass>(op.op_class)) + std::max(t_sm, t_hbm);
   if (c.seconds > 0) {
     c.sm_load = t_sm / c.seconds;
     c.hbm_load = t_hbm / c.seconds;

@@ -53,7 +53,8 @@ class KernelCoster {
 // c and B HBM bytes takes t = max(F / (peak x efficiency(c)), B / (HBM bandwidth x memory
 // efficiency)) alone, loading the SM pool with its FLOP time / t and HBM with its byte time / t
 // (the roofline, as topology::ClusterResources::start_kernel). kMemory kernels have no FLOPs
-// cost. The peak is the dense tensor rate of the precision the producer runs at.
+// cost. The peak is the dense tensor rate of the precision the producer runs at. The profile's
+// per-kernel latency of the class (0 unless calibrated) adds to t and loads nothing.
 class ProfileKernelCoster : public KernelCoster {
  public:
   ProfileKernelCoster(const topo::HardwareProfile& profile, double peak_flops, double hbm_Bps)
@@ -65,6 +66,7 @@ class ProfileKernelCoster : public KernelCoster {
     double seconds = 0, sm_s = 0, hbm_s = 0;
   };
   Sums sum(const std::vector<CostTerm>& terms) const;
+  double latency_s(KernelClass c) const;  // the profile's fixed time per kernel of class c
 
  private:
   topo::HardwareProfile profile_;

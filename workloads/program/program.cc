@@ -1,11 +1,19 @@
 #include "workloads/program/program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "sim/error.h"
 
 namespace wl {
+
+double gemm_wave_factor(double rows, double cols, uint32_t sms) {
+  if (sms < 8 || rows <= 0 || cols <= 0) return 1.0;
+  double tiles = std::ceil(rows / 128.0) * std::ceil(cols / 256.0);
+  double waves = std::ceil(tiles / sms);
+  return tiles / (waves * sms);
+}
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {

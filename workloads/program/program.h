@@ -64,6 +64,15 @@ struct CostTerm {
   double bytes = 0;
 };
 
+// Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
+// Background": tile and wave quantization): the output is cut into tiles, one thread block per
+// tile, and the tiles run in waves of one per SM; the last wave's idle SMs are lost. With 128 x 256
+// tiles (the large-GEMM tile of cuBLAS on Ampere/Hopper) a 2048 x 2304 output is 16 x 9 = 144
+// tiles = 2 waves on 108 SMs at 144 / 216 = 67% occupancy. The factor is 1 for GPUs without an SM
+// count (TPUs) and close to 1 for wide layers; narrow models lose the most, as Megatron's Table 1
+// shows for its smallest rows.
+double gemm_wave_factor(double rows, double cols, uint32_t sms);
+
 inline constexpr uint16_t kNoStream = 0xFFFF;
 inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
 

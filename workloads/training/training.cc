@@ -65,20 +65,6 @@ using Recipe = std::vector<Piece>;
 
 enum class PassPart { kFwd, kBwd, kBwdInput, kBwdWeight, kRecompute };
 
-// Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
-// Background": tile and wave quantization): the output is cut into tiles, one thread block per
-// tile, and the tiles run in waves of one per SM; the last wave's idle SMs are lost. With 128 x 256
-// tiles (the large-GEMM tile of cuBLAS on Ampere/Hopper [R]) a 2048 x 2304 output is 16 x 9 = 144
-// tiles = 2 waves on 108 SMs at 144 / 216 = 67% occupancy. The factor is 1 for GPUs without an SM
-// count (TPUs) and close to 1 for wide layers; narrow models lose the most, as Megatron's Table 1
-// shows for its smallest rows.
-double wave_factor(double rows, double cols, uint32_t sms) {
-  if (sms < 8 || rows <= 0 || cols <= 0) return 1.0;
-  double tiles = std::ceil(rows / 128.0) * std::ceil(cols / 256.0);
-  double waves = std::ceil(tiles / sms);
-  return tiles / (waves * sms);
-}
-
 // Output shapes of a model GEMM, forward sense: tokens x n, reduced over k.
 struct GemmShape {
   double tokens = 0, n = 0, k = 0;
@@ -122,9 +108,9 @@ class Coster {
     uint32_t sms = job_.profile.gemm_wave_quantization ? job_.gpu.sm_count : 0;
     t.flops[0] = flops;
     if (!g.known) return;
-    double fwd = wave_factor(g.tokens, g.n, sms);
-    double dgrad = wave_factor(g.tokens, g.k, sms);
-    double wgrad = wave_factor(g.k, g.n, sms);
+    double fwd = gemm_wave_factor(g.tokens, g.n, sms);
+    double dgrad = gemm_wave_factor(g.tokens, g.k, sms);
+    double wgrad = gemm_wave_factor(g.k, g.n, sms);
     switch (part) {
       case PassPart::kFwd:
       case PassPart::kRecompute: t.wave[0] = fwd; return;
