@@ -59,7 +59,21 @@ struct ReplayOptions {
   bool quiet = false;
 };
 
+// `clustersim calibrate`: a hardware profile fitted to measured traces.
+struct CalibrateOptions {
+  std::vector<std::string> traces;            // profiler traces, one per rank of one job
+  std::vector<std::string> execution_traces;  // per rank: collective sizes
+  std::vector<std::string> test;              // traces used only to test the fit (held-out ranks)
+  std::string cluster;                        // the scenario whose cluster was measured
+  std::string output;                         // the profile file
+  std::string json;
+  std::string samples;  // CSV of every kernel sample, measured and predicted
+  uint32_t holdout = 4;
+  bool quiet = false;
+};
+
 int cmd_run(const RunOptions& opt);
+int cmd_calibrate(const CalibrateOptions& opt);
 int cmd_replay(const ReplayOptions& opt);
 int cmd_faults(const FaultsOptions& opt);
 int cmd_topology(const TopologyOptions& opt);

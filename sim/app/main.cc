@@ -67,6 +67,25 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
   replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");
 
+  app::CalibrateOptions cal;
+  auto* cal_cmd = app.add_subcommand(
+      "calibrate", "Fit the hardware profile (cluster.profile) to kernels and collectives measured in profiler traces");
+  cal_cmd->add_option("traces", cal.traces, "PyTorch profiler traces (.json or .json.gz), one per rank of one job")
+      ->required();
+  cal_cmd->add_option("--cluster", cal.cluster, "Scenario whose cluster the traces were measured on (its GPU, links)")
+      ->required();
+  cal_cmd->add_option("-o,--output", cal.output, "Write the fitted profile here (load it with cluster.profile.file)")
+      ->required();
+  cal_cmd->add_option("--et", cal.execution_traces,
+                      "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
+      ->delimiter(',');
+  cal_cmd->add_option("--test", cal.test, "Traces used only to test the fit (held-out ranks or runs)")->delimiter(',');
+  cal_cmd->add_option("--holdout", cal.holdout, "Hold out every N-th distinct kernel shape to test the fit (0: none)")
+      ->check(CLI::Range(0, 1000));
+  cal_cmd->add_option("--json", cal.json, "Write the fit and its errors as JSON");
+  cal_cmd->add_option("--samples", cal.samples, "Write every kernel sample as CSV: measured and predicted times");
+  cal_cmd->add_flag("-q,--quiet", cal.quiet, "Print nothing but errors");
+
   auto* val_cmd =
       app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
@@ -90,6 +109,7 @@ int main(int argc, char** argv) {
     if (*val_cmd) return app::cmd_validate(val);
     if (*faults_cmd) return app::cmd_faults(faults);
     if (*replay_cmd) return app::cmd_replay(replay);
+    if (*cal_cmd) return app::cmd_calibrate(cal);
   } catch (const sim::UserError& e) {
     std::fprintf(stderr, "clustersim: error: %s\n", e.what());
     return 2;

@@ -40,7 +40,11 @@ int cmd_replay(const ReplayOptions& opt) {
     rp.job = traces::chakra_program(cr);
     rp.measured_s.assign(cr.size(), 0);
     rp.offset_s.assign(cr.size(), 0);
-    for (const auto& c : cr) ranks.push_back(traces::KinetoRank{c.file, -1, 0, {}});
+    for (const auto& c : cr) {
+      traces::KinetoRank k;
+      k.file = c.file;
+      ranks.push_back(std::move(k));
+    }
     if (!opt.execution_traces.empty()) throw sim::UserError("--et: Chakra traces carry their collectives' sizes already");
   }
   if (!chakra) for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f));

@@ -13,12 +13,6 @@ namespace traces {
 
 namespace {
 
-// Microseconds (integer or fractional) to integer nanoseconds.
-int64_t us_to_ns(const nlohmann::json& v) {
-  if (v.is_number_integer()) return v.get<int64_t>() * 1000;
-  return std::llround(v.get<double>() * 1000.0);
-}
-
 // The collective an NCCL kernel runs, from its name ("ncclKernel_AllReduce_RING_LL_Sum_float",
 // "ncclDevKernel_AllGather_RING_LL"); false when the name is not an NCCL collective kernel.
 bool nccl_collective(const std::string& name, wl::CollectiveOp& op) {
@@ -72,7 +66,7 @@ namespace {
 // passes them, never the document (a trace of hundreds of MB stays a stream of events).
 class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  public:
-  KinetoSax(KinetoRank& out, const std::string& path) : out_(out), path_(path) {}
+  KinetoSax(KinetoRank& out, const std::string& path, bool ops) : out_(out), path_(path), keep_ops_(ops) {}
 
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
@@ -85,6 +79,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     if (in_event() && key_ == "cat") ev_.cat = v;
     if (in_event() && key_ == "name") ev_.name = v;
     if (in_args() && key_ == "dtype") ev_.dtype = v;
+    if (depth_ == 5 && list_ == 2) ev_.types.push_back(v);
     if (depth_ == 1 && key_ == "schema") {
       saw_schema_ = true;
       schema_ = v;
@@ -111,11 +106,15 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    // args."Input Dims": [[d0, d1], [], ...] and args."Input type": ["float", ...] (kept for ops).
+    if (keep_ops_ && in_args()) list_ = key_ == "Input Dims" ? 1 : key_ == "Input type" ? 2 : 0;
+    if (depth_ == 5 && list_ == 1) ev_.dims.emplace_back();
     push(false);
     return true;
   }
   bool end_array() override {
     pop();
+    if (depth_ == 4) list_ = 0;
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
@@ -127,12 +126,37 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   bool saw_events() const { return saw_events_; }
   bool execution_trace() const { return saw_nodes_ && saw_schema_; }
   const std::string& schema() const { return schema_; }
+  // Links each kept activity to the innermost shaped CPU op around its launching runtime call.
+  void link_launches() {
+    if (!keep_ops_) return;
+    std::vector<uint32_t> by_start(out_.ops.size());
+    for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [&](uint32_t a, uint32_t b) { return out_.ops[a].start_ns < out_.ops[b].start_ns; });
+    for (size_t i = 0; i < out_.activity.size(); ++i) {
+      auto call = launches_.find(correlation_[i]);
+      if (correlation_[i] < 0 || call == launches_.end()) continue;
+      const auto [t, tid] = call->second;
+      // The latest-starting op on the call's thread that encloses it (nested ops start later).
+      auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
+                                 [&](int64_t x, uint32_t o) { return x < out_.ops[o].start_ns; });
+      for (int steps = 0; it != by_start.begin() && steps < 4096; ++steps) {
+        const CpuOp& op = out_.ops[*--it];
+        if (op.tid == tid && op.end_ns >= t) {
+          out_.activity[i].launched_by = static_cast<int32_t>(*it);
+          break;
+        }
+      }
+    }
+  }
 
  private:
   bool in_args() const { return depth_ == 4 && top_key_ == "traceEvents" && parent_key_ == "args"; }
   struct Event {
     std::string cat, name, dtype;
-    int64_t in_nelems = -1, out_nelems = -1;
+    std::vector<std::vector<int64_t>> dims;
+    std::vector<std::string> types;
+    int64_t in_nelems = -1, out_nelems = -1, correlation = -1, bytes = -1;
     bool has_ts = false, has_dur = false, has_stream = false, has_tid = false;
     int64_t ts_ns = 0, dur_ns = 0, stream = 0, tid = 0;
   };
@@ -166,6 +190,12 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     } else if (in_args() && key_ == "stream" && integer) {
       ev_.has_stream = true;
       ev_.stream = i;
+    } else if (depth_ == 6 && list_ == 1 && integer) {
+      ev_.dims.back().push_back(i);
+    } else if (in_args() && key_ == "correlation" && integer) {
+      ev_.correlation = i;
+    } else if (in_args() && key_ == "bytes" && integer) {
+      ev_.bytes = i;
     } else if (in_args() && key_ == "In msg nelems" && integer) {
       ev_.in_nelems = i;
     } else if (in_args() && key_ == "Out msg nelems" && integer) {
@@ -187,6 +217,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     } else if (cat == "gpu_memset" || cat == "Memset") {
       a.kind = GpuActivity::Kind::kMemset;
     } else {
+      if (keep_ops_) keep_cpu_side();
       return;
     }
     auto where = [&] { return path_ + ": traceEvents[" + std::to_string(index) + "] (" + cat + ")"; };
@@ -201,8 +232,28 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       const int64_t n = a.coll == wl::CollectiveOp::kAllGather ? ev_.out_nelems : ev_.in_nelems;
       const double e = element_bytes(ev_.dtype);
       if (n >= 0 && e > 0) a.bytes = static_cast<double>(n) * e;
+    } else if (a.kind != GpuActivity::Kind::kKernel && ev_.bytes >= 0) {
+      a.bytes = static_cast<double>(ev_.bytes);
     }
     out_.activity.push_back(std::move(a));
+    if (keep_ops_) correlation_.push_back(ev_.correlation);
+  }
+  // CPU ops that record shapes, and runtime calls that launch GPU work (by correlation id).
+  void keep_cpu_side() {
+    if (!ev_.has_ts || !ev_.has_tid) return;
+    const std::string& cat = ev_.cat;
+    if ((cat == "cpu_op" || cat == "Operator") && ev_.has_dur && !ev_.dims.empty()) {
+      CpuOp op;
+      op.name = ev_.name;
+      op.start_ns = ev_.ts_ns;
+      op.end_ns = ev_.ts_ns + ev_.dur_ns;
+      op.tid = ev_.tid;
+      op.dims = std::move(ev_.dims);
+      op.types = std::move(ev_.types);
+      out_.ops.push_back(std::move(op));
+    } else if ((cat == "cuda_runtime" || cat == "Runtime" || cat == "cuda_driver") && ev_.correlation >= 0) {
+      launches_[ev_.correlation] = {ev_.ts_ns, ev_.tid};
+    }
   }
   // Bytes per element of a PyTorch dtype as the profiler names it ("Float", "BFloat16", ...).
   static double element_bytes(const std::string& d) {
@@ -220,16 +271,20 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   std::string key_, top_key_, parent_key_, schema_;
   Event ev_;
   size_t events_ = 0;
+  const bool keep_ops_;
+  int list_ = 0;                       // inside args."Input Dims" (1) or args."Input type" (2)
+  std::vector<int64_t> correlation_;   // per activity, with keep_ops_
+  std::map<int64_t, std::pair<int64_t, int64_t>> launches_;  // correlation -> runtime call (ts, tid)
   bool failed_ = false, saw_events_ = false, saw_nodes_ = false, saw_schema_ = false;
 };
 
 }  // namespace
 
-KinetoRank read_kineto(const std::string& path) {
+KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt) {
   KinetoRank out;
   out.file = path;
   const std::string text = read_maybe_gzip(path);
-  KinetoSax sax(out, path);
+  KinetoSax sax(out, path, opt.ops);
   nlohmann::json::sax_parse(text, &sax);
   if (sax.failed()) {
     const bool binary = std::any_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(text.size(), 256)),
@@ -242,6 +297,7 @@ KinetoRank read_kineto(const std::string& path) {
                          "\"), not a profiler trace: give it with --et, beside the profiler traces");
   if (!sax.saw_events()) throw sim::UserError(path + ": no traceEvents array: not a PyTorch profiler (Kineto) trace");
   if (out.activity.empty()) throw sim::UserError(path + ": no GPU activity (kernel, gpu_memcpy, gpu_memset) to replay");
+  sax.link_launches();
   std::stable_sort(out.activity.begin(), out.activity.end(),
                    [](const GpuActivity& x, const GpuActivity& y) { return x.start_ns < y.start_ns; });
   return out;

@@ -43,20 +43,39 @@ struct GpuActivity {
   wl::CollectiveOp coll = wl::CollectiveOp::kAllReduce;  // kCollective
   // kCollective, when the trace records it (newer PyTorch: "In msg nelems", "Out msg nelems",
   // "dtype" in the kernel's args): the size as nccl-tests counts it (all-gather: its output,
-  // otherwise its input); -1 when not recorded.
+  // otherwise its input); kMemcpy, kMemset: args.bytes; -1 when not recorded.
   double bytes = -1;
+  // With KinetoReadOptions::ops: the CPU op (KinetoRank::ops) that launched it, -1 when unknown.
+  int32_t launched_by = -1;
+};
+
+// A CPU op that records its inputs' shapes (profiler record_shapes=True): "Input Dims" (one list
+// per input; an input that is not a tensor has none) and "Input type" ("float", "c10::BFloat16").
+struct CpuOp {
+  std::string name;
+  int64_t start_ns = 0, end_ns = 0, tid = 0;
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::string> types;
 };
 
 struct KinetoRank {
   std::string file;
   int64_t rank = -1, world = 0;       // distributedInfo; -1 / 0 when absent
   std::vector<GpuActivity> activity;  // by start time
+  std::vector<CpuOp> ops;             // with KinetoReadOptions::ops
   int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
   int64_t last_end_ns() const;        // the end of the last GPU activity to finish
 };
 
+struct KinetoReadOptions {
+  // Keep the CPU ops that record shapes and link each GPU activity to the innermost such op
+  // around the runtime call that launched it (the call's args.correlation is the activity's; the
+  // call runs inside the op on the op's thread). For calibration; replay does not need them.
+  bool ops = false;
+};
+
 // Throws sim::UserError naming the file (and the event) for anything it cannot read.
-KinetoRank read_kineto(const std::string& path);
+KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt = {});
 
 struct ReplayProgram {
   wl::JobProgram job;

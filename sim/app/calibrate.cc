@@ -1,0 +1,191 @@
+// sim/app/calibrate.cc: `clustersim calibrate TRACE... --cluster SCENARIO -o PROFILE.yaml`: the
+// hardware profile fitted to the kernels and collectives of profiler traces
+// (workloads/calibration/calibrate.h, samples from traces/kineto/samples.h).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/app/commands.h"
+#include "sim/error.h"
+#include "sim/units.h"
+#include "traces/chakra/chakra.h"
+#include "traces/kineto/kineto.h"
+#include "traces/kineto/samples.h"
+#include "traces/pytorch_et/execution_trace.h"
+#include "workloads/calibration/calibrate.h"
+#include "workloads/job/scenario.h"
+
+namespace app {
+
+namespace {
+
+void check_writable(const std::string& path, const char* option) {
+  if (path.empty()) return;
+  const bool existed = std::filesystem::exists(path);
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) throw sim::UserError(std::string(option) + ": cannot write " + path);
+  }
+  if (!existed) std::filesystem::remove(path);
+}
+
+const char* class_label(wl::KernelClass c) {
+  switch (c) {
+    case wl::KernelClass::kGemm: return "GEMM";
+    case wl::KernelClass::kAttention: return "attention";
+    default: return "memory-bound";
+  }
+}
+
+nlohmann::ordered_json stats_json(const wl::ErrorStats& e) {
+  nlohmann::ordered_json j;
+  j["samples"] = e.n;
+  j["median_abs_error"] = e.median;
+  j["p90_abs_error"] = e.p90;
+  return j;
+}
+
+std::string stats_text(const wl::ErrorStats& e) {
+  if (e.n == 0) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%5.1f%% %5.1f%% (%zu)", e.median * 100, e.p90 * 100, e.n);
+  return buf;
+}
+
+}  // namespace
+
+int cmd_calibrate(const CalibrateOptions& opt) {
+  if (opt.holdout == 1) throw sim::UserError("--holdout 1 would hold out every shape: give 0 (none) or N >= 2");
+  check_writable(opt.output, "--output");
+  check_writable(opt.json, "--json");
+  check_writable(opt.samples, "--samples");
+  for (const auto& f : opt.traces)
+    if (traces::is_chakra_path(f))
+      throw sim::UserError(f + ": calibrate reads PyTorch profiler traces (Chakra traces hold no measured kernels)");
+  wl::Scenario sc =
+      wl::bind_scenario(sim::ConfigDoc::load_file(opt.cluster), opt.cluster, /*with_workload=*/false);
+  const topo::GpuSpec& gpu = sc.cluster.gpu;
+
+  traces::KinetoReadOptions ro;
+  ro.ops = true;
+  std::vector<traces::KinetoRank> ranks;
+  std::vector<wl::KernelSample> samples;
+  wl::CalibrationOptions co;
+  co.holdout_every = opt.holdout;
+  auto read = [&](const std::string& f, bool test) {
+    traces::KinetoRank r = traces::read_kineto(f, ro);
+    const uint32_t source = static_cast<uint32_t>(ranks.size());
+    for (auto& s : traces::kernel_samples(r, source)) samples.push_back(std::move(s));
+    if (test) co.test_sources.push_back(source);
+    ranks.push_back(std::move(r));
+  };
+  for (const auto& f : opt.traces) read(f, false);
+  const size_t job_ranks = ranks.size();
+  for (const auto& f : opt.test) read(f, true);
+
+  std::vector<std::vector<traces::EtCollective>> sizes;
+  for (const auto& f : opt.execution_traces) sizes.push_back(traces::read_et_collectives(f));
+  const std::vector<traces::KinetoRank> job(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(job_ranks));
+  std::vector<wl::CollectiveSample> colls;
+  std::string coll_note;
+  if (job.size() == 1 && job[0].world > 1) {
+    // One rank of a larger job: its NCCL kernels include the wait for the other members.
+    coll_note = "one trace of a " + std::to_string(job[0].world) +
+                "-rank job: its collectives include waiting for the other ranks, not fitted (give every rank's trace)";
+  } else {
+    colls = traces::collective_samples(job, sizes);
+  }
+  if (job.size() > sc.topology->num_gpus())
+    throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc.topology->num_gpus()) + " GPUs for " +
+                         std::to_string(job.size()) + " ranks");
+
+  wl::Calibration cal = wl::calibrate_kernels(samples, gpu, sc.cluster.profile, co);
+  wl::calibrate_collectives(colls, *sc.topology, gpu, cal);
+  if (!coll_note.empty()) cal.collectives.note = coll_note;
+
+  std::string header = "# Hardware profile fitted by `clustersim calibrate` (load it with cluster.profile.file).\n";
+  header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; traces:";
+  for (const auto& r : ranks) header.append(" ").append(std::filesystem::path(r.file).filename().string());
+  header += "\n# Errors are |predicted / measured - 1| over samples: median, 90th percentile (count).\n";
+  {
+    std::ofstream f(opt.output);
+    f << wl::profile_yaml(cal, header);
+    if (!f) throw sim::UserError("--output: cannot write " + opt.output);
+  }
+
+  if (!opt.samples.empty()) {
+    std::ofstream f(opt.samples);
+    f << "class,shape,precision,flops,bytes,source,measured_s,before_s,after_s\n";
+    for (const auto& s : samples) {
+      char line[512];
+      std::snprintf(line, sizeof line, "%s,%s,%s,%.17g,%.17g,%u,%.9g,%.9g,%.9g\n", class_label(s.cls), s.shape.c_str(),
+                    s.cls == wl::KernelClass::kMemory ? "" : std::string(wl::precision_name(s.precision)).c_str(),
+                    s.flops, s.bytes, s.source, s.seconds, wl::predict_seconds(s, gpu, sc.cluster.profile),
+                    wl::predict_seconds(s, gpu, cal.profile));
+      f << line;
+    }
+  }
+  if (!opt.quiet) {
+    std::printf("calibration of the %s profile from %zu trace(s): %zu kernel samples, %zu collectives\n", gpu.name.c_str(),
+                ranks.size(), samples.size(), colls.size());
+    std::printf("held out: every %u-th distinct shape%s\n\n", opt.holdout,
+                opt.test.empty() ? "" : ", and every kernel of the --test traces");
+    std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency",
+                "fitted: median p90", "held out: median p90", "held out, before");
+    for (const auto& f : cal.kernels) {
+      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", class_label(f.cls), f.shapes, f.efficiency,
+                  sim::format_duration(f.latency).c_str(), stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(),
+                  stats_text(f.held_out_before).c_str());
+      if (!f.note.empty()) std::printf("      %s: %s\n", class_label(f.cls), f.note.c_str());
+    }
+    const auto& k = cal.collectives;
+    if (k.fitted) {
+      std::printf("\n  collectives: %zu distinct sizes on %s: %s %.4f, step_overhead %s; error %s (before %s)\n",
+                  k.samples, opt.cluster.c_str(), k.efficiency_key.c_str(), k.efficiency,
+                  sim::format_duration(k.step_overhead).c_str(), stats_text(k.after).c_str(),
+                  stats_text(k.before).c_str());
+    }
+    if (!k.note.empty()) std::printf("  collectives: %s\n", k.note.c_str());
+    std::printf("\nwrote %s\n", opt.output.c_str());
+  }
+  if (!opt.json.empty()) {
+    nlohmann::ordered_json j;
+    j["gpu"] = gpu.name;
+    j["cluster"] = opt.cluster;
+    j["kernel_samples"] = samples.size();
+    j["holdout_every"] = opt.holdout;
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& f : cal.kernels) {
+      nlohmann::ordered_json e;
+      e["class"] = class_label(f.cls);
+      e["fitted"] = f.fitted;
+      e["shapes"] = f.shapes;
+      e["efficiency"] = f.efficiency;
+      e["latency_s"] = f.latency.seconds();
+      e["fit"] = stats_json(f.fit);
+      e["held_out"] = stats_json(f.held_out);
+      e["held_out_before"] = stats_json(f.held_out_before);
+      if (!f.note.empty()) e["note"] = f.note;
+      arr.push_back(e);
+    }
+    j["kernels"] = arr;
+    const auto& k = cal.collectives;
+    nlohmann::ordered_json c;
+    c["fitted"] = k.fitted;
+    c["samples"] = k.samples;
+    c["efficiency_key"] = k.efficiency_key;
+    c["efficiency"] = k.efficiency;
+    c["step_overhead_s"] = k.step_overhead.seconds();
+    c["after"] = stats_json(k.after);
+    c["before"] = stats_json(k.before);
+    if (!k.note.empty()) c["note"] = k.note;
+    j["collectives"] = c;
+    std::ofstream f(opt.json);
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace app

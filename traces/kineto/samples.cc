@@ -1,0 +1,201 @@
+#include "traces/kineto/samples.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "sim/error.h"
+
+namespace traces {
+
+namespace {
+
+// Bytes per element of a profiler "Input type" ("float", "c10::BFloat16", ...); 0 unknown.
+double type_bytes(const std::string& t) {
+  if (t == "float" || t == "int" || t == "unsigned int") return 4;
+  if (t == "double" || t == "long int" || t == "long" || t == "c10::complex<float>") return 8;
+  if (t == "c10::Half" || t == "c10::BFloat16" || t == "short int" || t == "short") return 2;
+  if (t == "bool" || t == "unsigned char" || t == "signed char" || t.rfind("c10::Float8", 0) == 0) return 1;
+  return 0;
+}
+
+bool precision_of(const std::string& type, const std::string& kernel, wl::Precision& p) {
+  if (type == "float") {
+    const bool tf32 = kernel.find("tf32") != std::string::npos || kernel.find("s1688") != std::string::npos ||
+                      kernel.find("s16816") != std::string::npos;
+    p = tf32 ? wl::Precision::kTf32 : wl::Precision::kFp32;
+  } else if (type == "c10::BFloat16") {
+    p = wl::Precision::kBf16;
+  } else if (type == "c10::Half") {
+    p = wl::Precision::kFp16;
+  } else if (type.rfind("c10::Float8", 0) == 0) {
+    p = wl::Precision::kFp8;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+double numel(const std::vector<int64_t>& d) {
+  double n = 1;
+  for (int64_t x : d) n *= static_cast<double>(x);
+  return n;
+}
+
+std::string dims_text(double b, double m, double n, double k) {
+  std::string s = std::to_string(static_cast<long long>(m)) + "x" + std::to_string(static_cast<long long>(n)) + "x" +
+                  std::to_string(static_cast<long long>(k));
+  if (b > 1) s.insert(0, std::to_string(static_cast<long long>(b)).append("*"));
+  return s;
+}
+
+// A GEMM op's B, M, N, K from its input shapes; false when the op is not one or the shapes are odd.
+bool gemm_shape(const CpuOp& op, double& b, double& m, double& n, double& k) {
+  const auto& d = op.dims;
+  auto two = [&](size_t i, size_t j) {  // [M,K] x [K,N]
+    if (d.size() <= std::max(i, j) || d[i].size() != 2 || d[j].size() != 2 || d[i][1] != d[j][0]) return false;
+    b = 1, m = static_cast<double>(d[i][0]), k = static_cast<double>(d[i][1]), n = static_cast<double>(d[j][1]);
+    return true;
+  };
+  auto three = [&](size_t i, size_t j) {  // [B,M,K] x [B,K,N]
+    if (d.size() <= std::max(i, j) || d[i].size() != 3 || d[j].size() != 3 || d[i][2] != d[j][1]) return false;
+    b = static_cast<double>(d[i][0]), m = static_cast<double>(d[i][1]), k = static_cast<double>(d[i][2]);
+    n = static_cast<double>(d[j][2]);
+    return true;
+  };
+  if (op.name == "aten::mm" || op.name == "aten::matmul") return two(0, 1);
+  if (op.name == "aten::addmm") return two(1, 2);
+  if (op.name == "aten::bmm") return three(0, 1);
+  if (op.name == "aten::baddbmm") return three(1, 2);
+  if (op.name == "aten::linear") {  // input [.., K], weight [N, K]
+    if (d.size() < 2 || d[0].empty() || d[1].size() != 2 || d[0].back() != d[1][1]) return false;
+    b = 1, k = static_cast<double>(d[1][1]), n = static_cast<double>(d[1][0]);
+    m = numel(d[0]) / k;
+    return true;
+  }
+  return false;
+}
+
+// An attention op's FLOPs (causal), or 0.
+double attention_flops(const CpuOp& op) {
+  const std::string& s = op.name;
+  const bool sdpa = s.rfind("aten::_scaled_dot_product_", 0) == 0 && s.find("attention") != std::string::npos;
+  const bool inner = s == "aten::_flash_attention_forward" || s == "aten::_efficient_attention_forward" ||
+                     s == "aten::_flash_attention_backward" || s == "aten::_efficient_attention_backward";
+  if (!sdpa && !inner) return 0;
+  const bool backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
+  const size_t q = backward ? 1 : 0;  // backward: (grad_out, query, key, value, ...)
+  if (op.dims.size() <= q + 1 || op.dims[q].size() != 4 || op.dims[q + 1].size() != 4) return 0;
+  const double sk = static_cast<double>(sdpa ? op.dims[q + 1][2] : op.dims[q + 1][1]);  // [B,H,S,D] | [B,S,H,D]
+  const double fwd = 4.0 * numel(op.dims[q]) * sk / 2.0;
+  return backward ? 2.5 * fwd : fwd;
+}
+
+// HBM bytes of an elementwise op (see samples.h), 0 when the types are unknown.
+double elementwise_bytes(const CpuOp& op) {
+  if (op.dims.empty() || op.types.empty()) return 0;
+  const double e0 = type_bytes(op.types[0]);
+  if (e0 == 0) return 0;
+  const double first = numel(op.dims[0]) * e0;
+  if (op.name == "aten::fill_" || op.name == "aten::zero_") return first;
+  double read = 0;
+  for (size_t i = 0; i < op.dims.size() && i < op.types.size(); ++i)
+    if (!op.dims[i].empty()) read += numel(op.dims[i]) * type_bytes(op.types[i]);
+  if (op.name == "aten::copy_") return read;  // destination written, source read
+  return read + first;
+}
+
+}  // namespace
+
+std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t source) {
+  std::vector<wl::KernelSample> out;
+  std::map<int32_t, std::vector<const GpuActivity*>> by_op;
+  for (const auto& a : rank.activity) {
+    if (a.kind == GpuActivity::Kind::kMemset) {
+      if (a.bytes <= 0) continue;
+      wl::KernelSample s;
+      s.cls = wl::KernelClass::kMemory;
+      s.bytes = a.bytes;
+      s.seconds = static_cast<double>(a.dur_ns) * 1e-9;
+      s.shape = std::string("memset ").append(std::to_string(static_cast<long long>(a.bytes))).append(" B");
+      s.source = source;
+      out.push_back(std::move(s));
+    } else if (a.kind == GpuActivity::Kind::kKernel && a.launched_by >= 0) {
+      by_op[a.launched_by].push_back(&a);
+    }
+  }
+  for (const auto& [index, kernels] : by_op) {
+    const CpuOp& op = rank.ops[static_cast<size_t>(index)];
+    wl::KernelSample s;
+    s.source = source;
+    for (const GpuActivity* a : kernels) s.seconds += static_cast<double>(a->dur_ns) * 1e-9;
+    double b = 0, m = 0, n = 0, k = 0;
+    const std::string& type = op.types.empty() ? std::string() : op.types[0];
+    if (gemm_shape(op, b, m, n, k)) {
+      if (!precision_of(type, kernels.front()->name, s.precision)) continue;
+      s.cls = wl::KernelClass::kGemm;
+      s.flops = 2 * b * m * n * k;
+      s.rows = b * m;
+      s.cols = n;
+      s.shape = "gemm " + std::string(wl::precision_name(s.precision)) + " " + dims_text(b, m, n, k);
+    } else if (const double f = attention_flops(op); f > 0) {
+      if (!precision_of(type, kernels.front()->name, s.precision)) continue;
+      s.cls = wl::KernelClass::kAttention;
+      s.flops = f;
+      std::string d;
+      for (int64_t x : op.dims[op.name.find("_backward") != std::string::npos ? 1 : 0])
+        d.append(d.empty() ? "" : "x").append(std::to_string(x));
+      s.shape = "attention " + std::string(wl::precision_name(s.precision)) + " " + d +
+                (op.name.find("_backward") != std::string::npos ? " bwd" : " fwd");
+    } else if (kernels.size() == 1 && kernels.front()->name.find("elementwise_kernel") != std::string::npos) {
+      s.cls = wl::KernelClass::kMemory;
+      s.bytes = elementwise_bytes(op);
+      if (s.bytes <= 0) continue;
+      s.shape = std::string("elementwise ").append(std::to_string(static_cast<long long>(s.bytes))).append(" B");
+    } else {
+      continue;
+    }
+    if (s.seconds > 0) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<wl::CollectiveSample> collective_samples(const std::vector<KinetoRank>& ranks,
+                                                     const std::vector<std::vector<EtCollective>>& sizes) {
+  std::vector<wl::CollectiveSample> out;
+  if (ranks.empty()) return out;
+  std::vector<std::vector<const GpuActivity*>> colls(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r)
+    for (const auto& a : ranks[r].activity)
+      if (a.kind == GpuActivity::Kind::kCollective) colls[r].push_back(&a);
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if (colls[r].size() != colls[0].size())
+      throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) + " NCCL kernels, but " +
+                           ranks[0].file + " has " + std::to_string(colls[0].size()) +
+                           ": the collectives cannot be matched");
+  if (!sizes.empty() && sizes.size() != ranks.size())
+    throw sim::UserError("calibrate: " + std::to_string(sizes.size()) + " execution traces for " +
+                         std::to_string(ranks.size()) + " profiler traces");
+  for (size_t r = 0; r < sizes.size(); ++r)
+    if (sizes[r].size() != colls[r].size())
+      throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) +
+                           " NCCL kernels, but its execution trace holds " + std::to_string(sizes[r].size()) +
+                           " collectives");
+  // The group: every rank given, or the recorded world of a single trace.
+  const uint32_t group = ranks.size() > 1 ? static_cast<uint32_t>(ranks.size())
+                                          : static_cast<uint32_t>(std::max<int64_t>(ranks[0].world, 0));
+  if (group < 2) return out;
+  for (size_t k = 0; k < colls[0].size(); ++k) {
+    wl::CollectiveSample s;
+    s.ranks = group;
+    s.op = sizes.empty() ? colls[0][k]->coll : sizes[0][k].op;
+    s.bytes = sizes.empty() ? colls[0][k]->bytes : sizes[0][k].bytes;
+    int64_t shortest = colls[0][k]->dur_ns;
+    for (size_t r = 1; r < ranks.size(); ++r) shortest = std::min(shortest, colls[r][k]->dur_ns);
+    s.seconds = static_cast<double>(shortest) * 1e-9;
+    if (s.bytes > 0) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace traces

@@ -1,0 +1,379 @@
+#include "workloads/calibration/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "sim/error.h"
+#include "sim/simulation.h"
+#include "topology/cluster_resources.h"
+#include "workloads/collectives/benchmark.h"
+
+namespace wl {
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+double peak_flops(const topo::GpuSpec& gpu, Precision p) {
+  switch (p) {
+    case Precision::kFp32: return gpu.peak_fp32_flops;
+    case Precision::kTf32: return gpu.peak_tf32_flops;
+    case Precision::kBf16: return gpu.peak_bf16_flops;
+    case Precision::kFp16: return gpu.peak_fp16_flops > 0 ? gpu.peak_fp16_flops : gpu.peak_bf16_flops;
+    case Precision::kFp8: return gpu.peak_fp8_flops;
+  }
+  return 0;
+}
+
+namespace {
+
+const char* class_name(KernelClass c) {
+  switch (c) {
+    case KernelClass::kGemm: return "gemm";
+    case KernelClass::kAttention: return "attention";
+    case KernelClass::kVector: return "vector";
+    case KernelClass::kMemory: return "memory";
+  }
+  return "?";
+}
+
+// A sample's time at the full peak (the x of t = latency + x / efficiency); 0 when unknown.
+double ideal_seconds(const KernelSample& s, const topo::GpuSpec& gpu, bool waves) {
+  if (s.cls == KernelClass::kMemory) return gpu.hbm_bandwidth_Bps > 0 ? s.bytes / gpu.hbm_bandwidth_Bps : 0;
+  const double peak = peak_flops(gpu, s.precision);
+  if (peak <= 0) return 0;
+  double wave = 1;
+  if (s.cls == KernelClass::kGemm && waves) wave = gemm_wave_factor(s.rows, s.cols, gpu.sm_count);
+  return s.flops / (peak * wave);
+}
+
+double& efficiency_of(topo::HardwareProfile& p, KernelClass c) {
+  if (c == KernelClass::kGemm) return p.gemm_efficiency;
+  if (c == KernelClass::kAttention) return p.attention_efficiency;
+  return p.memory_efficiency;
+}
+
+sim::Time& latency_of(topo::HardwareProfile& p, KernelClass c) {
+  if (c == KernelClass::kGemm) return p.gemm_latency;
+  if (c == KernelClass::kAttention) return p.attention_latency;
+  return p.kernel_latency;
+}
+
+ErrorStats error_stats(std::vector<double> errors) {
+  ErrorStats e;
+  e.n = errors.size();
+  if (errors.empty()) return e;
+  std::sort(errors.begin(), errors.end());
+  auto at = [&](double q) {  // nearest rank
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(errors.size()))) - 1;
+    return errors[std::min(i, errors.size() - 1)];
+  };
+  e.median = errors.size() % 2 ? errors[errors.size() / 2]
+                               : 0.5 * (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]);
+  e.p90 = at(0.9);
+  return e;
+}
+
+// Weighted least squares for t = a + x b with weights 1 / t^2; a >= 0 (refitted through the origin
+// when negative). Returns false when b cannot be positive.
+bool fit_line(const std::vector<double>& x, const std::vector<double>& t, double& a, double& b, bool& clamped) {
+  double s0 = 0, s1 = 0, s2 = 0, r0 = 0, r1 = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double w = 1.0 / (t[i] * t[i]);
+    s0 += w;
+    s1 += w * x[i];
+    s2 += w * x[i] * x[i];
+    r0 += w * t[i];
+    r1 += w * x[i] * t[i];
+  }
+  const double det = s0 * s2 - s1 * s1;
+  clamped = false;
+  a = 0;
+  b = 0;
+  if (x.size() >= 2 && det > 1e-12 * s0 * s2) {
+    a = (r0 * s2 - r1 * s1) / det;
+    b = (s0 * r1 - s1 * r0) / det;
+  }
+  if (!(a >= 0) || !(b > 0)) {
+    clamped = a < 0;
+    a = 0;
+    b = s2 > 0 ? r1 / s2 : 0;
+  }
+  return b > 0;
+}
+
+}  // namespace
+
+double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const topo::HardwareProfile& p) {
+  topo::HardwareProfile q = p;
+  const double x = ideal_seconds(s, gpu, p.gemm_wave_quantization);
+  return latency_of(q, s.cls).seconds() + x / efficiency_of(q, s.cls);
+}
+
+// One class fitted with `base`'s other settings; the held-out error "before" is `before`'s.
+static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
+                   const topo::HardwareProfile& base, const topo::HardwareProfile& before,
+                   const CalibrationOptions& opt, KernelClass cls) {
+  topo::HardwareProfile fitted = base;
+  ClassFit f;
+  f.cls = cls;
+  f.efficiency = efficiency_of(fitted, cls);
+  f.latency = latency_of(fitted, cls);
+  // Distinct shapes by size; every holdout_every-th is held out.
+  std::vector<const KernelSample*> mine;
+  for (const auto& s : samples)
+    if (s.cls == cls && s.seconds > 0 && ideal_seconds(s, gpu, base.gemm_wave_quantization) > 0) mine.push_back(&s);
+  std::map<std::string, double> size_of;  // shape -> its ideal time
+  for (const KernelSample* s : mine) size_of[s->shape] = ideal_seconds(*s, gpu, base.gemm_wave_quantization);
+  std::vector<std::pair<double, std::string>> shapes;
+  for (const auto& [k, v] : size_of) shapes.emplace_back(v, k);
+  std::sort(shapes.begin(), shapes.end());
+  f.shapes = shapes.size();
+  std::map<std::string, bool> held;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    held[shapes[i].second] = opt.holdout_every > 1 && i % opt.holdout_every == opt.holdout_every - 1;
+  auto is_held = [&](const KernelSample& s) {
+    return held[s.shape] ||
+           std::find(opt.test_sources.begin(), opt.test_sources.end(), s.source) != opt.test_sources.end();
+  };
+  std::vector<double> x, t;
+  for (const KernelSample* s : mine)
+    if (!is_held(*s)) {
+      x.push_back(ideal_seconds(*s, gpu, base.gemm_wave_quantization));
+      t.push_back(s->seconds);
+    }
+  auto errors = [&](bool held_out, const topo::HardwareProfile& p) {
+    std::vector<double> e;
+    for (const KernelSample* s : mine)
+      if (is_held(*s) == held_out) e.push_back(std::abs(predict_seconds(*s, gpu, p) / s->seconds - 1));
+    return error_stats(e);
+  };
+  f.held_out_before = errors(true, before);
+  double a = 0, b = 0;
+  bool clamped = false;
+  if (mine.empty()) {
+    f.note = std::string("no measured ") + class_name(cls) + " kernels with known sizes: kept";
+  } else if (x.empty()) {
+    f.note = "every sample is held out: nothing to fit";
+  } else if (!fit_line(x, t, a, b, clamped)) {
+    f.note = "the measured times do not grow with size: kept";
+  } else {
+    f.fitted = true;
+    f.efficiency = 1.0 / b;
+    f.latency = sim::Time::ns(std::llround(a * 1e9));
+    if (clamped) f.note = "the fitted latency was negative: refitted as 0";
+    if (f.efficiency > 1) {
+      f.note = "fitted efficiency " + std::to_string(f.efficiency) +
+               " > 1 (is the GPU in --cluster the one measured?): clamped to 1";
+      f.efficiency = 1;
+    }
+    f.efficiency = std::max(f.efficiency, 0.01);  // the profile's lower bound
+    efficiency_of(fitted, cls) = f.efficiency;
+    latency_of(fitted, cls) = f.latency;
+  }
+  f.fit = errors(false, fitted);
+  f.held_out = errors(true, fitted);
+  return f;
+}
+
+Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
+                              const topo::HardwareProfile& base, const CalibrationOptions& opt) {
+  Calibration c;
+  c.profile = base;
+  for (KernelClass cls : {KernelClass::kGemm, KernelClass::kAttention, KernelClass::kMemory}) {
+    if (cls == KernelClass::kGemm) {
+      // GEMMs twice, with and without wave quantization (its 128 x 256 tiles do not fit GEMMs
+      // smaller than one wave, for which cuBLAS picks smaller tiles): the better fit is kept.
+      topo::HardwareProfile with = base, without = base;
+      with.gemm_wave_quantization = true;
+      without.gemm_wave_quantization = false;
+      ClassFit a = fit_class(samples, gpu, with, base, opt, cls), b = fit_class(samples, gpu, without, base, opt, cls);
+      const bool waves = !b.fitted || (a.fitted && a.fit.median <= b.fit.median);
+      ClassFit& f = waves ? a : b;
+      if (f.fitted && waves != base.gemm_wave_quantization)
+        f.note += std::string(f.note.empty() ? "" : "; ") + "fits better " +
+                  (waves ? "with" : "without") + " wave quantization (gemm_wave_quantization: " +
+                  (waves ? "true" : "false") + ")";
+      if (f.fitted) {
+        c.profile.gemm_wave_quantization = waves;
+        c.profile.gemm_efficiency = f.efficiency;
+        c.profile.gemm_latency = f.latency;
+      }
+      c.kernels.push_back(f);
+      continue;
+    }
+    ClassFit f = fit_class(samples, gpu, base, base, opt, cls);
+    if (f.fitted) {
+      efficiency_of(c.profile, cls) = f.efficiency;
+      latency_of(c.profile, cls) = f.latency;
+    }
+    c.kernels.push_back(f);
+  }
+  return c;
+}
+
+
+std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
+                                         const topo::GpuSpec& gpu, const topo::HardwareProfile& profile) {
+  CollectiveBenchConfig cfg;
+  cfg.iterations = 1;
+  cfg.warmup = 0;
+  for (const auto& s : samples) {
+    if (s.ranks < 2 || s.ranks > topo.num_gpus())
+      throw sim::UserError("calibrate: a collective of " + std::to_string(s.ranks) + " ranks on a cluster of " +
+                           std::to_string(topo.num_gpus()) + " GPUs");
+    CollectiveTest t;
+    t.op = s.op;
+    for (uint32_t r = 0; r < s.ranks; ++r) t.group.push_back(r);
+    t.sizes = {s.bytes};
+    cfg.tests.push_back(std::move(t));
+  }
+  sim::Simulation sim(1);
+  topo::ClusterResources res(sim, topo, gpu, profile);
+  std::vector<double> out;
+  for (const auto& r : run_collective_benchmark(res, cfg)) out.push_back(r.time_s);
+  return out;
+}
+
+void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
+                           const topo::GpuSpec& gpu, Calibration& c) {
+  CollectiveFit& f = c.collectives;
+  // One sample per distinct (op, size, ranks): the median of its measured times.
+  std::map<std::tuple<int, double, uint32_t>, std::vector<double>> groups;
+  for (const auto& s : samples)
+    if (s.seconds > 0 && s.bytes > 0 && s.ranks >= 2)
+      groups[{static_cast<int>(s.op), s.bytes, s.ranks}].push_back(s.seconds);
+  std::vector<CollectiveSample> uniq;
+  for (auto& [k, v] : groups) {
+    std::sort(v.begin(), v.end());
+    CollectiveSample s;
+    s.op = static_cast<CollectiveOp>(std::get<0>(k));
+    s.bytes = std::get<1>(k);
+    s.ranks = std::get<2>(k);
+    s.seconds = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    uniq.push_back(s);
+  }
+  f.samples = uniq.size();
+  f.efficiency_key = "scale_up_efficiency";
+  for (const auto& s : uniq)
+    if (s.ranks > topo.gpus_per_node()) f.efficiency_key = "nic_efficiency";
+  double& eff = f.efficiency_key == "nic_efficiency" ? c.profile.nic_efficiency : c.profile.scale_up_efficiency;
+  f.efficiency = eff;
+  f.step_overhead = c.profile.step_overhead;
+  if (uniq.empty()) {
+    f.note = "no collectives with known sizes (give --et, or traces that record message sizes): kept";
+    return;
+  }
+  auto rel_errors = [&](const std::vector<double>& sim_s) {
+    std::vector<double> e;
+    for (size_t i = 0; i < uniq.size(); ++i) e.push_back(std::abs(sim_s[i] / uniq[i].seconds - 1));
+    return error_stats(e);
+  };
+  const topo::HardwareProfile p0 = c.profile;
+  const std::vector<double> t0 = simulate_collectives(uniq, topo, gpu, p0);
+  f.before = rel_errors(t0);
+  // Sensitivities: +1 us of step overhead, and half the efficiency (twice 1 / efficiency).
+  const double d_overhead = 1e-6;
+  topo::HardwareProfile p1 = p0, p2 = p0;
+  p1.step_overhead = p0.step_overhead + sim::Time::ns(1000);
+  (f.efficiency_key == "nic_efficiency" ? p2.nic_efficiency : p2.scale_up_efficiency) = eff / 2;
+  const std::vector<double> t1 = simulate_collectives(uniq, topo, gpu, p1);
+  const std::vector<double> t2 = simulate_collectives(uniq, topo, gpu, p2);
+  const double o0 = p0.step_overhead.seconds(), u0 = 1.0 / eff;
+  // T_i(o, u) = C_i + s_i o + X_i u, with s_i = dT/do and X_i = dT/du (u = 1 / efficiency).
+  std::vector<double> s(uniq.size()), X(uniq.size()), y(uniq.size());
+  for (size_t i = 0; i < uniq.size(); ++i) {
+    s[i] = (t1[i] - t0[i]) / d_overhead;
+    X[i] = (t2[i] - t0[i]) / u0;  // u doubled: du = u0
+    y[i] = uniq[i].seconds - (t0[i] - s[i] * o0 - X[i] * u0);  // measured minus the fixed part C_i
+  }
+  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+  for (size_t i = 0; i < uniq.size(); ++i) {
+    const double w = 1.0 / (uniq[i].seconds * uniq[i].seconds);
+    a11 += w * s[i] * s[i];
+    a12 += w * s[i] * X[i];
+    a22 += w * X[i] * X[i];
+    b1 += w * s[i] * y[i];
+    b2 += w * X[i] * y[i];
+  }
+  double o = o0, u = u0;
+  const double det = a11 * a22 - a12 * a12;
+  if (a11 > 0 && a22 > 0 && det > 1e-12 * a11 * a22) {
+    o = (b1 * a22 - b2 * a12) / det;
+    u = (a11 * b2 - a12 * b1) / det;
+  } else if (a22 > 0) {  // the overhead cannot be told apart: keep it, fit the efficiency
+    u = (b2 - a12 * o) / a22;
+  }
+  // Bounds: overhead >= 0, efficiency in [0.01, 1]; clamp one and refit the other alone.
+  if (o < 0) {
+    o = 0;
+    u = a22 > 0 ? b2 / a22 : u0;
+    f.note = "the fitted step overhead was negative: refitted as 0";
+  }
+  if (u < 1 || u > 100) {
+    f.note += std::string(f.note.empty() ? "" : "; ") + "the fitted efficiency " + std::to_string(1 / u) +
+              " is outside [0.01, 1]: clamped";
+    u = std::clamp(u, 1.0, 100.0);
+    if (a11 > 0) o = std::max(0.0, (b1 - a12 * u) / a11);
+  }
+  eff = 1.0 / u;
+  c.profile.step_overhead = sim::Time::ns(std::llround(o * 1e9));
+  f.fitted = true;
+  f.efficiency = eff;
+  f.step_overhead = c.profile.step_overhead;
+  f.after = rel_errors(simulate_collectives(uniq, topo, gpu, c.profile));
+}
+
+std::string profile_yaml(const Calibration& c, const std::string& header) {
+  std::string o;
+  auto line = [&](const char* fmt, auto... args) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    o += buf;
+  };
+  o += header;
+  auto errs = [](const ErrorStats& e) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "median %.1f%%, p90 %.1f%% (%zu)", e.median * 100, e.p90 * 100, e.n);
+    return std::string(buf);
+  };
+  for (const ClassFit& f : c.kernels) {
+    if (!f.fitted) {
+      line("# %s: not fitted (%s)\n", class_name(f.cls), f.note.c_str());
+      continue;
+    }
+    line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n", class_name(f.cls), f.shapes,
+         errs(f.fit).c_str(), errs(f.held_out).c_str(), errs(f.held_out_before).c_str(), f.note.empty() ? "" : "; ",
+         f.note.c_str());
+    const char* eff = f.cls == KernelClass::kGemm        ? "gemm_efficiency"
+                      : f.cls == KernelClass::kAttention ? "attention_efficiency"
+                                                         : "memory_efficiency";
+    const char* lat = f.cls == KernelClass::kGemm        ? "gemm_latency"
+                      : f.cls == KernelClass::kAttention ? "attention_latency"
+                                                         : "kernel_latency";
+    line("%s: %.4f\n%s: %lldns\n", eff, f.efficiency, lat, static_cast<long long>(f.latency.count_ns()));
+    if (f.cls == KernelClass::kGemm)
+      line("gemm_wave_quantization: %s\n", c.profile.gemm_wave_quantization ? "true" : "false");
+  }
+  const CollectiveFit& k = c.collectives;
+  if (!k.fitted) {
+    line("# collectives: not fitted (%s)\n", k.note.c_str());
+  } else {
+    line("# collectives: %zu distinct sizes; error %s (before: %s)%s%s\n", k.samples, errs(k.after).c_str(),
+         errs(k.before).c_str(), k.note.empty() ? "" : "; ", k.note.c_str());
+    line("%s: %.4f\nstep_overhead: %lldns\n", k.efficiency_key.c_str(), k.efficiency,
+         static_cast<long long>(k.step_overhead.count_ns()));
+  }
+  return o;
+}
+
+}  // namespace wl

@@ -1,0 +1,117 @@
+// workloads/calibration/calibrate.h: fits the hardware profile (topology/hardware_profile.h) to
+// kernels and collectives measured on real GPUs (`clustersim calibrate`; the trace readers in
+// traces/ turn profiler traces into the samples below).
+//
+// Kernels: each class follows the profile's own cost model, t = latency + ideal / efficiency, where
+// `ideal` is the kernel's time at the full peak: a GEMM's FLOPs over the dense peak of its
+// precision times its wave-quantization factor (gemm_wave_factor), an attention core's FLOPs over
+// the peak, a memory-bound kernel's HBM bytes over the HBM bandwidth. Two parameters per class
+// (efficiency, latency) are fitted by least squares on the relative error (weights 1 / t^2), so a
+// 5 us kernel counts as much as a 5 ms one; the latency is what makes small kernels reach a lower
+// fraction of peak ("efficiency against size"). A fitted efficiency above 1 is clamped to 1 and a
+// negative latency refitted as 0, each with a note.
+// Held out: the distinct shapes of a class are sorted by size and every `holdout_every`-th one
+// (and every sample of a trace listed in `test_sources`) is left out of the fit; the report gives
+// the median and 90th-percentile absolute relative error on the fitted and on the held-out
+// samples, and the held-out error of the profile before calibration.
+//
+// Collectives: each distinct (op, size, ranks) is simulated on the given cluster; the link
+// efficiency of the links the group crosses (scale_up_efficiency inside one node, nic_efficiency
+// across nodes) and the runtime's step_overhead are fitted. The simulated time is linear in
+// step_overhead and in 1 / efficiency (latency steps x overhead + bytes over a bandwidth
+// proportional to the efficiency), so three simulations give each sample's sensitivity to both and
+// a least-squares fit on relative error gives the pair; a fourth simulation with the fitted profile
+// reports the errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/catalog.h"
+#include "topology/hardware_profile.h"
+#include "topology/topology.h"
+#include "workloads/collectives/collective.h"
+#include "workloads/program/program.h"
+
+namespace wl {
+
+enum class Precision : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
+std::string_view precision_name(Precision p);
+// The dense peak of precision p on gpu, FLOP/s (0 when the catalog entry has none).
+double peak_flops(const topo::GpuSpec& gpu, Precision p);
+
+struct KernelSample {
+  KernelClass cls = KernelClass::kGemm;  // kGemm, kAttention or kMemory
+  Precision precision = Precision::kBf16;
+  double flops = 0;           // kGemm, kAttention
+  double rows = 0, cols = 0;  // kGemm: output shape per batch (wave quantization); 0 unknown
+  double bytes = 0;           // kMemory: HBM bytes read and written
+  double seconds = 0;         // measured
+  std::string shape;          // "gemm fp32 256x512x1024": groups samples for the hold-out, labels them
+  uint32_t source = 0;        // which trace it came from
+};
+
+struct CollectiveSample {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  double bytes = 0;    // as nccl-tests counts it
+  uint32_t ranks = 0;  // the group: GPUs 0 .. ranks-1 of the cluster
+  double seconds = 0;  // measured (the member that waited least)
+};
+
+struct ErrorStats {
+  size_t n = 0;
+  double median = 0, p90 = 0;  // of |predicted / measured - 1|
+};
+
+struct ClassFit {
+  KernelClass cls = KernelClass::kGemm;
+  bool fitted = false;       // false: too few samples, the profile keeps its value
+  double efficiency = 0;     // fitted (or kept)
+  sim::Time latency;         // fitted (or kept)
+  size_t shapes = 0;         // distinct shapes
+  ErrorStats fit, held_out, held_out_before;
+  std::string note;
+};
+
+struct CollectiveFit {
+  bool fitted = false;
+  std::string efficiency_key;  // "scale_up_efficiency" or "nic_efficiency"
+  double efficiency = 0;
+  sim::Time step_overhead;
+  size_t samples = 0;
+  ErrorStats after, before;
+  std::string note;
+};
+
+struct CalibrationOptions {
+  uint32_t holdout_every = 4;          // 0: hold no shape out
+  std::vector<uint32_t> test_sources;  // traces used only to test the fit
+};
+
+struct Calibration {
+  topo::HardwareProfile profile;  // the base profile with the fitted fields replaced
+  std::vector<ClassFit> kernels;  // gemm, attention, memory
+  CollectiveFit collectives;
+};
+
+// Fits the kernel classes; `base` is the profile the fit starts from (the cluster's).
+Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
+                              const topo::HardwareProfile& base, const CalibrationOptions& opt);
+
+// Fits the collectives on `topo` (c.profile is updated); samples whose group does not fit the
+// cluster are refused with a sim::UserError.
+void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
+                           const topo::GpuSpec& gpu, Calibration& c);
+
+// Simulated time of each sample on `topo` with `profile`, in order (one collective at a time).
+std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
+                                         const topo::GpuSpec& gpu, const topo::HardwareProfile& profile);
+
+// The fitted keys as a profile file (`cluster.profile.file`), with the fit's errors as comments.
+std::string profile_yaml(const Calibration& c, const std::string& header);
+
+// The profile's predicted time of a sample (its cost model above).
+double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const topo::HardwareProfile& p);
+
+}  // namespace wl
