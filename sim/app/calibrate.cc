@@ -90,10 +90,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   const std::vector<traces::KinetoRank> job(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(job_ranks));
   std::vector<wl::CollectiveSample> colls;
   std::string coll_note;
-  if (job.size() == 1 && job[0].world > 1) {
-    // One rank of a larger job: its NCCL kernels include the wait for the other members.
-    coll_note = "one trace of a " + std::to_string(job[0].world) +
-                "-rank job: its collectives include waiting for the other ranks, not fitted (give every rank's trace)";
+  if (static_cast<int64_t>(job.size()) < job[0].world) {
+    // Some ranks of a larger job: their NCCL kernels include the wait for the missing members.
+    coll_note = std::to_string(job.size()) + " trace(s) of a " + std::to_string(job[0].world) +
+                "-rank job: collectives include waiting for the missing ranks, not fitted (give every rank's trace)";
   } else {
     colls = traces::collective_samples(job, sizes);
   }

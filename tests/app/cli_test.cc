@@ -872,6 +872,60 @@ TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   EXPECT_TRUE(contains(x.err, "x.json: no traceEvents")) << x.err;
 }
 
+TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
+  const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
+  std::vector<std::string> kineto, et;
+  for (const auto& e : fs::directory_iterator(d)) {
+    const std::string p = e.path().string();
+    if (p.find(".pt.trace.json.gz") != std::string::npos) kineto.push_back(p);
+    if (p.find("dlrm_eg_") != std::string::npos) et.push_back(p);
+  }
+  std::sort(kineto.begin(), kineto.end());
+  std::sort(et.begin(), et.end());
+  std::vector<std::string> args = {"calibrate"};
+  args.insert(args.end(), kineto.begin(), kineto.end() - 1);  // ranks 0-6 fit, rank 7 only tests
+  args.push_back("--test");
+  args.push_back(kineto.back());
+  args.push_back("--cluster");
+  args.push_back((d / "dgx1-v100.yaml").string());
+  args.push_back("-o");
+  args.push_back("v100.yaml");
+  args.push_back("--json");
+  args.push_back("cal.json");
+  CliResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = read_json("cal.json");
+  ASSERT_EQ(j["kernels"].size(), 3u);
+  // Memory-bound kernels: the default profile charges no per-kernel latency, so its predictions of
+  // these microsecond kernels are far too short; the fitted one must do better on the held-out
+  // shapes and the held-out rank.
+  const json& mem = j["kernels"][2];
+  EXPECT_TRUE(mem["fitted"].get<bool>());
+  EXPECT_LT(mem["held_out"]["median_abs_error"].get<double>(), mem["held_out_before"]["median_abs_error"].get<double>());
+  EXPECT_GT(mem["held_out"]["samples"].get<int>(), 150);  // rank 7's 150 and held-out shapes
+  // Seven of eight ranks fit: their collectives include waiting for the missing one; not fitted.
+  EXPECT_FALSE(j["collectives"]["fitted"].get<bool>());
+  EXPECT_TRUE(contains(j["collectives"]["note"].get<std::string>(), "7 trace(s) of a 8-rank job"));
+  // The profile loads in a scenario (and shows in the resolved one).
+  write_text(file("s.yaml"), "cluster:\n  gpu: v100-sxm2\n  nodes: 1\n  gpus_per_node: 8\n"
+                             "  scale_up: {kind: nvswitch}\n  profile: {file: v100.yaml}\n"
+                             "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  CliResult s = run({"run", "s.yaml", "-q", "--resolved", "r.yaml"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_TRUE(contains(read_text(file("r.yaml")), "kernel_latency: ")) << read_text(file("r.yaml"));
+  // Bad inputs: one line each.
+  expect_one_error_line(run({"calibrate", kineto[0], "-o", "p.yaml"}));  // no --cluster
+  expect_one_error_line(
+      run({"calibrate", kineto[0], "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "p.yaml", "--holdout", "1"}));
+  CliResult c = run({"calibrate", (kSourceDir / "tests/data/astra-sim-all-reduce-8npus-1mb/all_reduce.0.et").string(),
+                     "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "p.yaml"});
+  expect_one_error_line(c);
+  EXPECT_TRUE(contains(c.err, "Chakra")) << c.err;
+  CliResult w = run({"calibrate", kineto[0], "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "/nonexistent/p.yaml"});
+  expect_one_error_line(w);
+  EXPECT_TRUE(contains(w.err, "--output")) << w.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other subcommands.
 

@@ -197,7 +197,10 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
       with.gemm_wave_quantization = true;
       without.gemm_wave_quantization = false;
       ClassFit a = fit_class(samples, gpu, with, base, opt, cls), b = fit_class(samples, gpu, without, base, opt, cls);
-      const bool waves = !b.fitted || (a.fitted && a.fit.median <= b.fit.median);
+      // The profile's own setting unless the other fits strictly better.
+      bool waves = base.gemm_wave_quantization;
+      if (a.fitted && b.fitted && std::abs(a.fit.median - b.fit.median) > 1e-9) waves = a.fit.median < b.fit.median;
+      else if (a.fitted != b.fitted) waves = a.fitted;
       ClassFit& f = waves ? a : b;
       if (f.fitted && waves != base.gemm_wave_quantization)
         f.note += std::string(f.note.empty() ? "" : "; ") + "fits better " +

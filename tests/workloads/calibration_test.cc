@@ -1,0 +1,152 @@
+// Calibration (workloads/calibration/calibrate.h): samples generated from known parameters through
+// the cost model's closed form, t = latency + ideal / efficiency, must give those parameters back;
+// collectives "measured" on a cluster with a known profile must give that profile's link
+// efficiency and step overhead back when fitted from another.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "topology/catalog.h"
+#include "topology/hardware_profile.h"
+#include "topology/topology.h"
+#include "workloads/calibration/calibrate.h"
+
+namespace wl {
+namespace {
+
+const topo::GpuSpec kH100 = topo::find_gpu("h100-sxm");
+
+// A BF16 GEMM of M x N x K at `eff` of the 989 TF peak plus `lat` seconds (no wave factor: the
+// shape is left unknown, rows = cols = 0).
+KernelSample gemm(double m, double n, double k, double eff, double lat) {
+  KernelSample s;
+  s.cls = KernelClass::kGemm;
+  s.precision = Precision::kBf16;
+  s.flops = 2 * m * n * k;
+  s.seconds = lat + s.flops / (kH100.peak_bf16_flops * eff);
+  s.shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  return s;
+}
+
+KernelSample memory(double bytes, double eff, double lat) {
+  KernelSample s;
+  s.cls = KernelClass::kMemory;
+  s.bytes = bytes;
+  s.seconds = lat + bytes / (kH100.hbm_bandwidth_Bps * eff);
+  s.shape = std::to_string(bytes);
+  return s;
+}
+
+TEST(Calibration, RecoversTheEfficiencyAndLatencyTheSamplesWereMadeWith) {
+  std::vector<KernelSample> samples;
+  for (double n = 256; n <= 16384; n *= 2) samples.push_back(gemm(4096, n, 4096, 0.62, 4e-6));
+  for (double b = 4096; b <= 1e9; b *= 4) samples.push_back(memory(b, 0.8, 2e-6));
+  CalibrationOptions opt;
+  opt.holdout_every = 3;
+  topo::HardwareProfile base = topo::default_profile(kH100);
+  base.gemm_wave_quantization = false;
+  Calibration c = calibrate_kernels(samples, kH100, base, opt);
+  ASSERT_EQ(c.kernels.size(), 3u);
+  const ClassFit& g = c.kernels[0];
+  ASSERT_TRUE(g.fitted);
+  EXPECT_NEAR(g.efficiency, 0.62, 1e-9);
+  EXPECT_NEAR(g.latency.seconds(), 4e-6, 1e-9);
+  EXPECT_NEAR(c.profile.gemm_efficiency, 0.62, 1e-9);
+  EXPECT_EQ(c.profile.gemm_latency.count_ns(), 4000);
+  // 7 GEMM shapes, every third held out: 2 held out, 5 fitted; the fit is exact on both.
+  EXPECT_EQ(g.shapes, 7u);
+  EXPECT_EQ(g.held_out.n, 2u);
+  EXPECT_EQ(g.fit.n, 5u);
+  EXPECT_LT(g.held_out.median, 1e-6);
+  EXPECT_GT(g.held_out_before.median, 0.01);  // the default (0.80 of peak, no latency) was off
+  const ClassFit& m = c.kernels[2];
+  ASSERT_TRUE(m.fitted);
+  EXPECT_NEAR(m.efficiency, 0.8, 1e-9);
+  EXPECT_EQ(c.profile.kernel_latency.count_ns(), 2000);
+  EXPECT_FALSE(c.kernels[1].fitted);  // no attention samples: kept, with the reason
+  EXPECT_NE(c.kernels[1].note.find("no measured attention"), std::string::npos);
+  EXPECT_EQ(c.profile.attention_efficiency, base.attention_efficiency);
+}
+
+TEST(Calibration, PredictionsFollowTheClosedForm) {
+  topo::HardwareProfile p = topo::default_profile(kH100);
+  p.gemm_wave_quantization = false;
+  p.gemm_efficiency = 0.5;
+  p.gemm_latency = sim::Time::ns(3000);
+  // 2 * 8192^3 FLOPs = 1.0995e12 at 494.5 TF/s = 2.2235 ms, plus 3 us.
+  KernelSample s = gemm(8192, 8192, 8192, 1, 0);
+  EXPECT_NEAR(predict_seconds(s, kH100, p), 3e-6 + 2 * std::pow(8192.0, 3) / (0.5 * 989e12), 1e-12);
+}
+
+TEST(Calibration, AnEfficiencyAbovePeakIsClampedAndSaid) {
+  std::vector<KernelSample> samples;
+  for (double b = 1e6; b <= 1e9; b *= 2) samples.push_back(memory(b, 1.3, 1e-6));
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  EXPECT_EQ(c.kernels[2].efficiency, 1.0);
+  EXPECT_NE(c.kernels[2].note.find("clamped to 1"), std::string::npos);
+}
+
+TEST(Calibration, TestSourcesAreOnlyTested) {
+  std::vector<KernelSample> samples;
+  for (double b = 1e6; b <= 1e9; b *= 2) samples.push_back(memory(b, 0.7, 1e-6));
+  for (double b = 3e6; b <= 3e9; b *= 2) {
+    samples.push_back(memory(b, 0.7, 1e-6));
+    samples.back().source = 1;
+  }
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  opt.test_sources = {1};
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  EXPECT_EQ(c.kernels[2].fit.n, 10u);  // 1e6 .. 512e6
+  EXPECT_EQ(c.kernels[2].held_out.n, 10u);  // 3e6 .. 1536e6
+  EXPECT_NEAR(c.kernels[2].efficiency, 0.7, 1e-9);
+}
+
+TEST(Calibration, CollectivesGiveBackTheLinkEfficiencyAndStepOverheadTheyWereMeasuredWith) {
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  su.bandwidth_Bps = kH100.scale_up_bandwidth_Bps;
+  const topo::Topology node = topo::build_scale_up(8, su);
+  topo::HardwareProfile truth = topo::default_profile(kH100);
+  truth.scale_up_efficiency = 0.7;
+  truth.step_overhead = sim::Time::ns(3000);
+  std::vector<CollectiveSample> samples;
+  for (double b = 1024; b <= 1024.0 * 1024 * 1024; b *= 8)
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather}) {
+      CollectiveSample s;
+      s.op = op;
+      s.bytes = b;
+      s.ranks = 8;
+      samples.push_back(s);
+    }
+  const std::vector<double> measured = simulate_collectives(samples, node, kH100, truth);
+  for (size_t i = 0; i < samples.size(); ++i) samples[i].seconds = measured[i];
+  Calibration c;
+  c.profile = topo::default_profile(kH100);  // 0.82 and 1 us
+  calibrate_collectives(samples, node, kH100, c);
+  ASSERT_TRUE(c.collectives.fitted);
+  EXPECT_EQ(c.collectives.efficiency_key, "scale_up_efficiency");
+  EXPECT_NEAR(c.profile.scale_up_efficiency, 0.7, 0.7 * 0.01);
+  EXPECT_NEAR(c.profile.step_overhead.seconds(), 3e-6, 3e-6 * 0.02);
+  EXPECT_LT(c.collectives.after.median, 0.01);
+  EXPECT_GT(c.collectives.before.median, c.collectives.after.median);
+}
+
+TEST(Calibration, TheProfileFileHoldsTheFittedKeys) {
+  std::vector<KernelSample> samples;
+  for (double n = 256; n <= 16384; n *= 2) samples.push_back(gemm(4096, n, 4096, 0.62, 4e-6));
+  topo::HardwareProfile base = topo::default_profile(kH100);
+  base.gemm_wave_quantization = false;
+  Calibration c = calibrate_kernels(samples, kH100, base, CalibrationOptions{});
+  const std::string y = profile_yaml(c, "# header\n");
+  EXPECT_EQ(y.rfind("# header\n", 0), 0u);
+  EXPECT_NE(y.find("gemm_efficiency: 0.6200\n"), std::string::npos);
+  EXPECT_NE(y.find("gemm_latency: 4000ns\n"), std::string::npos);
+  EXPECT_NE(y.find("gemm_wave_quantization: false\n"), std::string::npos);
+  EXPECT_EQ(y.find("memory_efficiency"), std::string::npos);  // not fitted: not written
+}
+
+}  // namespace
+}  // namespace wl
