@@ -54,6 +54,7 @@ struct ReplayOptions {
   std::vector<std::string> traces;
   std::vector<std::string> execution_traces;  // per rank: collective sizes, to simulate collectives
   std::string cluster;                        // scenario whose cluster simulates the collectives
+  std::string measured_on;                    // scenario of the measured cluster: kernels scaled to --cluster's GPU
   std::string json;
   std::string trace;  // Chrome trace of the replay
   bool quiet = false;

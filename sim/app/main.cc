@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
                          "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
       ->delimiter(',');
   replay_cmd->add_option("--cluster", replay.cluster, "Simulate the collectives on this scenario's cluster (needs --et)");
+  replay_cmd->add_option("--measured-on", replay.measured_on,
+                         "Scenario of the cluster the traces were measured on: kernels are scaled to --cluster's GPU "
+                         "through both hardware profiles (what-if)");
   replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON");
   replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
   replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");

@@ -21,6 +21,38 @@
 
 namespace app {
 
+namespace {
+
+// Dense tensor peak for GEMM and attention kernels: BF16, else FP16 (V100 has no BF16).
+double tensor_peak(const topo::GpuSpec& g) { return g.peak_bf16_flops > 0 ? g.peak_bf16_flops : g.peak_fp16_flops; }
+
+// Measured kernels from `sg` with profile `sp` scaled to `dg` with `dp` (traces::KernelScaling).
+traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::HardwareProfile& sp, const topo::GpuSpec& dg,
+                                     const topo::HardwareProfile& dp) {
+  traces::KernelScaling k;
+  k.on = true;
+  auto set = [&](traces::MeasuredClass c, double src_rate, double dst_rate, sim::Time src_lat, sim::Time dst_lat) {
+    const auto i = static_cast<size_t>(c);
+    if (!(src_rate > 0) || !(dst_rate > 0))
+      throw sim::UserError(std::string("--measured-on: no ") + traces::measured_class_name(c) + " rate for " +
+                           (src_rate > 0 ? dg.name : sg.name) + " in the catalog: cannot scale");
+    k.ratio[i] = src_rate / dst_rate;
+    k.src_latency_s[i] = src_lat.seconds();
+    k.dst_latency_s[i] = dst_lat.seconds();
+  };
+  set(traces::MeasuredClass::kTensorGemm, tensor_peak(sg) * sp.gemm_efficiency, tensor_peak(dg) * dp.gemm_efficiency,
+      sp.gemm_latency, dp.gemm_latency);
+  set(traces::MeasuredClass::kFp32Gemm, sg.peak_fp32_flops * sp.gemm_efficiency, dg.peak_fp32_flops * dp.gemm_efficiency,
+      sp.gemm_latency, dp.gemm_latency);
+  set(traces::MeasuredClass::kAttention, tensor_peak(sg) * sp.attention_efficiency,
+      tensor_peak(dg) * dp.attention_efficiency, sp.attention_latency, dp.attention_latency);
+  set(traces::MeasuredClass::kMemoryBound, sg.hbm_bandwidth_Bps * sp.memory_efficiency,
+      dg.hbm_bandwidth_Bps * dp.memory_efficiency, sp.kernel_latency, dp.kernel_latency);
+  return k;
+}
+
+}  // namespace
+
 int cmd_replay(const ReplayOptions& opt) {
   if (!opt.json.empty()) {
     std::ofstream probe(opt.json, std::ios::app);
@@ -55,12 +87,21 @@ int cmd_replay(const ReplayOptions& opt) {
     for (const auto& f : opt.execution_traces) ro.collective_sizes.push_back(traces::read_et_collectives(f));
     ro.simulate_recorded = opt.execution_traces.empty();
   }
-  if (!chakra) rp = traces::replay_program(ranks, ro);
-  const uint32_t world = static_cast<uint32_t>(ranks.size());
-  std::unique_ptr<wl::Scenario> sc;
-  if (!opt.cluster.empty()) {
+  std::unique_ptr<wl::Scenario> sc, src;
+  if (!opt.cluster.empty())
     sc = std::make_unique<wl::Scenario>(
         wl::bind_scenario(sim::ConfigDoc::load_file(opt.cluster), opt.cluster, /*with_workload=*/false));
+  if (!opt.measured_on.empty()) {
+    if (chakra) throw sim::UserError("--measured-on scales measured kernels: Chakra traces hold no measurements");
+    if (!sc) throw sim::UserError("--measured-on needs --cluster: the cluster to scale the measured kernels to");
+    src = std::make_unique<wl::Scenario>(
+        wl::bind_scenario(sim::ConfigDoc::load_file(opt.measured_on), opt.measured_on, /*with_workload=*/false));
+    ro.scaling = kernel_scaling(src->cluster.gpu, src->cluster.profile, sc->cluster.gpu, sc->cluster.profile);
+  }
+  if (!chakra) rp = traces::replay_program(ranks, ro);
+  const bool simulated_collectives = chakra || sc;
+  const uint32_t world = static_cast<uint32_t>(ranks.size());
+  if (sc) {
     if (sc->topology->num_gpus() < world)
       throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc->topology->num_gpus()) +
                            " GPUs for " + std::to_string(world) + " ranks");
@@ -103,8 +144,24 @@ int cmd_replay(const ReplayOptions& opt) {
       std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
                   sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
     }
-    std::printf("  %4s  %14s  %14s  %8s  %12s  %s\n", "rank", "measured ms", "replayed ms", "error", "exposed comm",
-                "file");
+    if (src) {
+      std::printf("what-if: measured on %s (%s), replayed on %s (%s). Assumed: each kernel is scaled by its class\n"
+                  "(from its name) through both hardware profiles; the idle gap before each kernel on its stream\n"
+                  "(host time, launch latency) stays as measured; "
+                  "collectives are %s.\n\n",
+                  opt.measured_on.c_str(), src->cluster.gpu.name.c_str(), opt.cluster.c_str(), sc->cluster.gpu.name.c_str(),
+                  simulated_collectives ? "simulated on the new cluster" : "as measured");
+      std::printf("  %-24s %8s %14s %14s %8s\n", "class", "kernels", "measured ms", "replayed ms", "x");
+      for (size_t c = 0; c < traces::kMeasuredClasses; ++c) {
+        if (rp.class_count[c] == 0) continue;
+        std::printf("  %-24s %8zu %14.3f %14.3f %8.3f\n", traces::measured_class_name(static_cast<traces::MeasuredClass>(c)),
+                    rp.class_count[c], rp.class_measured_s[c] * 1e3, rp.class_replayed_s[c] * 1e3,
+                    rp.class_measured_s[c] > 0 ? rp.class_replayed_s[c] / rp.class_measured_s[c] : 0.0);
+      }
+      std::printf("\n");
+    }
+    std::printf("  %4s  %14s  %14s  %8s  %12s  %s\n", "rank", "measured ms", "replayed ms", src ? "change" : "error",
+                "exposed comm", "file");
   }
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
@@ -126,7 +183,28 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!opt.json.empty()) {
     j["ranks"] = rows;
     j["collectives_per_rank"] = rp.collectives;
-    j["collectives"] = sc || chakra ? "simulated" : "measured";
+    j["collectives"] = simulated_collectives ? "simulated" : "measured";
+    if (src) {
+      nlohmann::ordered_json w;
+      w["measured_on"] = opt.measured_on;
+      w["measured_gpu"] = src->cluster.gpu.name;
+      w["replayed_on"] = opt.cluster;
+      w["replayed_gpu"] = sc->cluster.gpu.name;
+      nlohmann::ordered_json cls = nlohmann::ordered_json::array();
+      for (size_t c = 0; c < traces::kMeasuredClasses; ++c) {
+        nlohmann::ordered_json e;
+        e["class"] = traces::measured_class_name(static_cast<traces::MeasuredClass>(c));
+        e["kernels"] = rp.class_count[c];
+        e["measured_s"] = rp.class_measured_s[c];
+        e["replayed_s"] = rp.class_replayed_s[c];
+        e["ratio"] = ro.scaling.ratio[c];
+        cls.push_back(e);
+      }
+      w["classes"] = cls;
+      w["assumptions"] = "kernels scaled by class (from their names) through both hardware profiles; the idle gap "
+                         "before each kernel on its stream stays as measured";
+      j["what_if"] = w;
+    }
     std::ofstream f(opt.json);
     f << j.dump(2) << "\n";
   }

@@ -20,6 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/catalog.h"
+#include "topology/hardware_profile.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -870,6 +873,41 @@ TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   CliResult x = run({"replay", "x.json"});
   expect_one_error_line(x);
   EXPECT_TRUE(contains(x.err, "x.json: no traceEvents")) << x.err;
+}
+
+TEST_F(CliReplay, WhatIfOnAnotherGpuScalesKernelsThroughBothProfiles) {
+  const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
+  std::vector<std::string> kineto, et;
+  for (const auto& e : fs::directory_iterator(d)) {
+    const std::string p = e.path().string();
+    if (p.find(".pt.trace.json.gz") != std::string::npos) kineto.push_back(p);
+    if (p.find("dlrm_eg_") != std::string::npos) et.push_back(p);
+  }
+  std::sort(kineto.begin(), kineto.end());
+  std::sort(et.begin(), et.end());
+  write_text(file("h100.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n");
+  std::vector<std::string> args = {"replay"};
+  args.insert(args.end(), kineto.begin(), kineto.end());
+  for (const char* a : {"--cluster", "h100.yaml", "--json", "w.json", "--measured-on"}) args.push_back(a);
+  args.push_back((d / "dgx1-v100.yaml").string());
+  args.push_back("--et");
+  args.insert(args.end(), et.begin(), et.end());
+  CliResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "stays as measured")) << r.out;  // the assumptions are stated
+  const json j = read_json("w.json");
+  ASSERT_TRUE(j.contains("what_if"));
+  // FP32 GEMMs (volta_sgemm, gemmSN<float>): V100 over H100 FP32 rate, each at its GEMM efficiency.
+  const topo::GpuSpec v = topo::find_gpu("v100-sxm2"), h = topo::find_gpu("h100-sxm");
+  const double fp32 = v.peak_fp32_flops * topo::default_profile(v).gemm_efficiency /
+                      (h.peak_fp32_flops * topo::default_profile(h).gemm_efficiency);
+  EXPECT_NEAR(j["what_if"]["classes"][1]["ratio"].get<double>(), fp32, 1e-12);
+  // Memory-bound: 900 GB/s over 3.35 TB/s at the same memory efficiency.
+  EXPECT_NEAR(j["what_if"]["classes"][3]["ratio"].get<double>(), 900e9 / 3350e9, 1e-12);
+  for (const auto& row : j["ranks"]) EXPECT_LT(row["replayed_s"].get<double>(), row["measured_s"].get<double>());
+  // --measured-on needs a target cluster.
+  std::vector<std::string> bad = {"replay", kineto[0], "--measured-on", (d / "dgx1-v100.yaml").string()};
+  expect_one_error_line(run(bad));
 }
 
 TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {

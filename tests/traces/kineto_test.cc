@@ -224,5 +224,46 @@ TEST(Kineto, ReadsTheMessageSizesNewerTracesRecord) {
     if (a.kind == GpuActivity::Kind::kCollective) EXPECT_EQ(a.bytes, -1);
 }
 
+TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
+  EXPECT_EQ(kernel_class_by_name("sm90_xmma_gemm_bf16bf16_bf16f32"), MeasuredClass::kTensorGemm);
+  EXPECT_EQ(kernel_class_by_name("volta_sgemm_128x32_nt"), MeasuredClass::kFp32Gemm);
+  EXPECT_EQ(kernel_class_by_name("void gemmSN_TN_kernel<float, 128, 16>"), MeasuredClass::kFp32Gemm);
+  EXPECT_EQ(kernel_class_by_name("flash_fwd_kernel<Flash_fwd_kernel_traits>"), MeasuredClass::kAttention);
+  EXPECT_EQ(kernel_class_by_name("void at::native::vectorized_elementwise_kernel<4>"), MeasuredClass::kMemoryBound);
+  // One rank: a tensor GEMM of 100 us, then 20 us idle, then an elementwise kernel of 10 us.
+  KinetoRank r;
+  r.file = "hand-made";
+  GpuActivity g;
+  g.name = "sm90_xmma_gemm_bf16";
+  g.start_ns = 0;
+  g.dur_ns = 100'000;
+  GpuActivity e = g;
+  e.name = "vectorized_elementwise_kernel";
+  e.start_ns = 120'000;
+  e.dur_ns = 10'000;
+  r.activity = {g, e};
+  ReplayOptions ro;
+  ro.scaling.on = true;
+  ro.scaling.ratio[0] = 0.5;           // tensor GEMMs twice as fast
+  ro.scaling.src_latency_s[0] = 4e-6;  // 4 us of fixed time measured, 2 us on the target
+  ro.scaling.dst_latency_s[0] = 2e-6;
+  ro.scaling.ratio[3] = 0.25;          // memory-bound four times as fast, no latency
+  const ReplayProgram rp = replay_program({r}, ro);
+  // GEMM: 2 + (100 - 4) x 0.5 = 50 us; elementwise: 10 x 0.25 = 2.5 us; the 20 us gap stays.
+  EXPECT_EQ(rp.class_count[0], 1u);
+  EXPECT_EQ(rp.class_count[3], 1u);
+  EXPECT_NEAR(rp.class_replayed_s[0], 50e-6, 1e-15);
+  EXPECT_NEAR(rp.class_replayed_s[3], 2.5e-6, 1e-15);
+  EXPECT_NEAR(rp.class_measured_s[0], 100e-6, 1e-15);
+  sim::Simulation sim(1);
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  const topo::Topology t = topo::build_scale_up(1, su);
+  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
+  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  ASSERT_TRUE(run.finished) << run.problem;
+  EXPECT_EQ(run.rank_end[0].count_ns(), 50'000 + 20'000 + 2'500);
+}
+
 }  // namespace
 }  // namespace traces

@@ -1,6 +1,7 @@
 #include "traces/kineto/kineto.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -53,6 +54,26 @@ double exposed_communication_s(const KinetoRank& kr) {
 }
 
 }  // namespace
+
+const char* measured_class_name(MeasuredClass c) {
+  switch (c) {
+    case MeasuredClass::kTensorGemm: return "GEMM (tensor cores)";
+    case MeasuredClass::kFp32Gemm: return "GEMM (FP32)";
+    case MeasuredClass::kAttention: return "attention";
+    case MeasuredClass::kMemoryBound: return "memory-bound and other";
+  }
+  return "?";
+}
+
+MeasuredClass kernel_class_by_name(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("flash") || has("fmha") || has("attention")) return MeasuredClass::kAttention;
+  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas"))
+    return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;
+  return MeasuredClass::kMemoryBound;
+}
 
 int64_t KinetoRank::last_end_ns() const {
   int64_t end = 0;
@@ -428,7 +449,14 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
         }
       } else {
         op.kind = wl::OpKind::kTimed;  // measured: loads nothing, keeps its duration when streams overlap
-        op.seconds = static_cast<double>(a.dur_ns) * 1e-9;
+        const double measured = static_cast<double>(a.dur_ns) * 1e-9;
+        const MeasuredClass c =
+            a.kind == GpuActivity::Kind::kKernel ? kernel_class_by_name(a.name) : MeasuredClass::kMemoryBound;
+        op.seconds = opt.scaling.on ? opt.scaling.apply(c, measured) : measured;
+        const auto ci = static_cast<size_t>(c);
+        ++out.class_count[ci];
+        out.class_measured_s[ci] += measured;
+        out.class_replayed_s[ci] += op.seconds;
       }
       const uint32_t idx = p.add(op);
       stream_end[s] = std::max(stream_end[s], a.start_ns + a.dur_ns);

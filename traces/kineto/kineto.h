@@ -77,6 +77,30 @@ struct KinetoReadOptions {
 // Throws sim::UserError naming the file (and the event) for anything it cannot read.
 KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt = {});
 
+// A measured kernel's class, from its name alone (no shapes needed): GEMM on tensor cores (cuBLAS
+// / CUTLASS names: "gemm", "xmma", "cutlass", "cublas"), GEMM in plain FP32 (those names with
+// "sgemm" or "<float"), attention ("flash", "fmha", "attention"), else memory-bound (elementwise,
+// reductions, copies: the bulk of the rest in training traces). Memcpys and memsets are memory-bound.
+enum class MeasuredClass : uint8_t { kTensorGemm, kFp32Gemm, kAttention, kMemoryBound };
+inline constexpr size_t kMeasuredClasses = 4;
+const char* measured_class_name(MeasuredClass c);
+MeasuredClass kernel_class_by_name(const std::string& name);
+
+// What-if on another GPU: a measured kernel of class c that took t takes
+// dst_latency[c] + (t - src_latency[c]) x ratio[c] (at least dst_latency[c]), ratio[c] being the
+// source's rate over the target's (peak x efficiency, or HBM bandwidth x memory efficiency).
+struct KernelScaling {
+  bool on = false;
+  double ratio[kMeasuredClasses] = {1, 1, 1, 1};
+  double src_latency_s[kMeasuredClasses] = {0, 0, 0, 0};
+  double dst_latency_s[kMeasuredClasses] = {0, 0, 0, 0};
+  double apply(MeasuredClass c, double t) const {
+    const auto i = static_cast<size_t>(c);
+    const double busy = t > src_latency_s[i] ? t - src_latency_s[i] : 0.0;
+    return dst_latency_s[i] + busy * ratio[i];
+  }
+};
+
 struct ReplayProgram {
   wl::JobProgram job;
   int64_t t0_ns = 0;                 // the earliest activity of any rank: simulated time 0
@@ -84,6 +108,10 @@ struct ReplayProgram {
   std::vector<double> offset_s;      // per rank: its first activity's start after t0
   std::vector<double> exposed_comm_s;  // per rank, measured: time a collective ran while no other GPU work did
   size_t collectives = 0;            // per rank
+  // Over all ranks, by MeasuredClass: measured GPU activities (not collectives), their measured
+  // and replayed seconds (they differ with ReplayOptions::scaling).
+  size_t class_count[kMeasuredClasses] = {0, 0, 0, 0};
+  double class_measured_s[kMeasuredClasses] = {0, 0, 0, 0}, class_replayed_s[kMeasuredClasses] = {0, 0, 0, 0};
 };
 
 struct ReplayOptions {
@@ -95,6 +123,8 @@ struct ReplayOptions {
   // Inferred cross-stream synchronisation: an activity that idled more than sync_idle_ns on its
   // stream and started within sync_lag_ns after another stream's activity ended waited for it.
   int64_t sync_idle_ns = 5'000, sync_lag_ns = 50'000;
+  // Kernels, memcpys and memsets scaled to another GPU (off: measured durations).
+  KernelScaling scaling;
 };
 
 // `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
