@@ -17,6 +17,7 @@
 #include "traces/kineto/kineto.h"
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/job/scenario.h"
+#include "workloads/program/critical_path.h"
 #include "workloads/program/executor.h"
 
 namespace app {
@@ -127,6 +128,7 @@ int cmd_replay(const ReplayOptions& opt) {
   const topo::HardwareProfile profile = sc ? sc->cluster.profile : topo::default_profile(gpu);
   wl::ExecutorOptions eo;
   for (uint32_t r = 0; r < world; ++r) eo.trace_ranks.push_back(r);
+  eo.record_op_times = true;  // for the critical paths
   const wl::ProgramRun run = wl::run_program(sim, topo, gpu, profile, rp.job, eo);
   if (!chakra) traces::emit_measured(ranks, rp.t0_ns, world, sim.observers());  // beside the replay
   sim.finish();
@@ -163,6 +165,8 @@ int cmd_replay(const ReplayOptions& opt) {
     std::printf("  %4s  %14s  %14s  %8s  %12s  %s\n", "rank", "measured ms", "replayed ms", src ? "change" : "error",
                 "exposed comm", "file");
   }
+  std::vector<wl::CriticalPath> paths;
+  for (uint32_t r = 0; r < world; ++r) paths.push_back(wl::critical_path(rp.job, run.op_times, r));
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
@@ -178,7 +182,41 @@ int cmd_replay(const ReplayOptions& opt) {
     row["replayed_s"] = sim_s;
     row["error"] = err;
     if (!chakra) row["measured_exposed_comm_s"] = rp.exposed_comm_s[r];
+    const wl::CriticalPath& cp = paths[r];
+    nlohmann::ordered_json cj;
+    cj["length_s"] = cp.length_s;
+    for (size_t c = 0; c < cp.category_s.size(); ++c) cj[rp.job.categories[c] + "_s"] = cp.category_s[c];
+    cj["waiting_s"] = cp.waiting_s;
+    cj["ops"] = cp.ops;
+    nlohmann::ordered_json on = nlohmann::ordered_json::object();
+    for (uint32_t q = 0; q < world; ++q)
+      if (cp.rank_s[q] > 0) on[std::to_string(q)] = cp.rank_s[q];
+    cj["seconds_on_rank"] = on;
+    row["critical_path"] = cj;
     rows.push_back(row);
+  }
+  if (!opt.quiet) {
+    // Why each rank ended when it did (workloads/program/critical_path.h).
+    std::printf("\ncritical path per rank, from the job's first activity (ms): op time on the path by category,\n"
+                "gaps where no op on it ran, and the share of the path spent on other ranks' ops\n");
+    std::printf("  %4s", "rank");
+    for (const auto& c : rp.job.categories) std::printf("  %12s", c.c_str());
+    std::printf("  %12s  %s\n", "waiting", "on other ranks");
+    for (uint32_t r = 0; r < world; ++r) {
+      const wl::CriticalPath& cp = paths[r];
+      std::printf("  %4u", r);
+      for (double v : cp.category_s) std::printf("  %12.3f", v * 1e3);
+      double other = 0, most = 0;
+      uint32_t most_rank = r;
+      for (uint32_t q = 0; q < world; ++q) {
+        if (q == r) continue;
+        other += cp.rank_s[q];
+        if (cp.rank_s[q] > most) most = cp.rank_s[q], most_rank = q;
+      }
+      std::printf("  %12.3f  %5.1f%%", cp.waiting_s * 1e3, cp.length_s > 0 ? 100 * other / cp.length_s : 0.0);
+      if (most > 0) std::printf(" (most on rank %u: %.1f%%)", most_rank, 100 * most / cp.length_s);
+      std::printf("\n");
+    }
   }
   if (!opt.json.empty()) {
     j["ranks"] = rows;

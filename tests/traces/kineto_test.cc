@@ -220,8 +220,11 @@ TEST(Kineto, ReadsTheMessageSizesNewerTracesRecord) {
   EXPECT_EQ(nccl[1]->bytes, 53.0 * 8);
   EXPECT_EQ(nccl[2]->coll, wl::CollectiveOp::kAllReduce);
   EXPECT_EQ(nccl[2]->bytes, 2049000.0 * 4);
-  for (const auto& a : read_kineto(dlrm_files()[0]).activity)
-    if (a.kind == GpuActivity::Kind::kCollective) EXPECT_EQ(a.bytes, -1);
+  for (const auto& a : read_kineto(dlrm_files()[0]).activity) {
+    if (a.kind == GpuActivity::Kind::kCollective) {
+      EXPECT_EQ(a.bytes, -1);
+    }
+  }
 }
 
 TEST(Kineto, WhatIfScalesEachKernelByItsClass) {

@@ -376,7 +376,7 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
   for (const auto& r : ranks) out.t0_ns = std::min(out.t0_ns, r.first_ns());
 
   wl::JobProgram& jp = out.job;
-  jp.categories = {"compute", "idle", "collective"};
+  jp.categories = {"compute", "gaps", "collective"};  // gaps: the measured idle time before an activity
   jp.idle_category = 1;
   if (world > 1) {
     wl::Communicator c;

@@ -105,6 +105,10 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   if (has_memory_ops) memory_.resize(n);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
+  if (opt.record_op_times) {
+    op_times_.resize(n);
+    for (uint32_t r = 0; r < n; ++r) op_times_[r].assign(program_of(r).ops().size(), OpTimes{});
+  }
   cat_s_.assign(static_cast<size_t>(n) * ncat_, 0.0);
 
   inst_base_.resize(job_.comms.size() + 1);
@@ -332,6 +336,7 @@ void ProgramExecutor::pump(uint32_t rank) {
         const Op& op = p.op(frees[k]);
         if (!deps_done(r, p, op)) continue;
         done = 1;
+        if (!op_times_.empty()) op_times_[r][frees[k]] = OpTimes{sim_.now(), sim_.now()};
         finish_op(r, p, op);
         if (ranks_[r].ops_left == 0) break;
         progress = true;
@@ -639,9 +644,11 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
 void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   StreamState& st = ss(rank, s);
   const Program& p = program_of(rank);
-  const Op& op = p.op(p.stream_ops(s)[st.next]);
+  const uint32_t idx = p.stream_ops(s)[st.next];
+  const Op& op = p.op(idx);
   sim::Time now = sim_.now();
   if (traced_[rank]) emit_span(rank, op, st.started, now);
+  if (!op_times_.empty()) op_times_[rank][idx] = OpTimes{st.started, now};
   st.busy = 0;
   ++st.next;
   st.last_done = now;
@@ -1194,6 +1201,8 @@ ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const t
   if (!out.finished) out.problem = exec.error() + run.deadlock_report;
   out.end = exec.step_end();
   for (uint32_t r = 0; r < job.world(); ++r) out.rank_end.push_back(exec.rank_end(r));
+  if (opt.record_op_times)
+    for (uint32_t r = 0; r < job.world(); ++r) out.op_times.push_back(exec.op_times(r));
   return out;
 }
 

@@ -82,6 +82,13 @@ struct ExecutorOptions {
   // torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp; init_process_group's `timeout`). Infinite:
   // no watchdog (a hang drains the simulation).
   sim::Time watchdog = sim::Time::sec(600);
+  // Keep every op's start (issue) and end time per rank, for critical_path(); off: nothing kept.
+  bool record_op_times = false;
+};
+
+// An op's start (when its rank issued it; a collective's member arrived) and end.
+struct OpTimes {
+  sim::Time start = sim::Time::infinite(), end = sim::Time::infinite();
 };
 
 class ProgramExecutor : public sim::ActivityOwner,
@@ -104,6 +111,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   // Seconds of rank's time charged to category c (the tail idle time after its last op counts
   // as idle); valid after the run.
   double category_seconds(uint32_t rank, uint16_t c) const;
+  // With ExecutorOptions::record_op_times: per op of the rank's program (infinite: not run).
+  const std::vector<OpTimes>& op_times(uint32_t rank) const { return op_times_[rank]; }
   int64_t peak_memory(uint32_t rank) const { return memory_.empty() ? 0 : memory_[rank].peak; }
   uint64_t ops_executed() const { return ops_executed_; }
   size_t plans_lowered() const { return plans_.size() + send_plans_.size(); }
@@ -240,6 +249,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<sim::Time> arrival_;     // per receive slot: its sender's send start; infinite until arrived
   std::vector<uint32_t> free_base_;    // per rank, into free_done_
   std::vector<uint8_t> free_done_;
+  std::vector<std::vector<OpTimes>> op_times_;  // per rank, with record_op_times
   uint16_t ncat_ = 0;
   std::vector<double> cat_s_;  // per rank x category
   // Communicators: groups (instances) and sequence counters.
@@ -299,6 +309,7 @@ struct ProgramRun {
   std::string problem;  // the executor's error or the deadlock report, when not finished
   sim::Time end;        // the last op's end
   std::vector<sim::Time> rank_end;
+  std::vector<std::vector<OpTimes>> op_times;  // with ExecutorOptions::record_op_times
 };
 ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const topo::GpuSpec& gpu,
                        const topo::HardwareProfile& profile, const JobProgram& job, const ExecutorOptions& opt = {});
