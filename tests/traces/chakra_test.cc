@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/error.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "traces/chakra/chakra.h"
+#include "traces/chakra/et_def.pb.h"
 #include "workloads/collectives/cluster_shape.h"
 #include "workloads/collectives/runtime.h"
 #include "workloads/program/executor.h"
@@ -125,6 +128,33 @@ TEST(Chakra, AGeneratedTrainingStepExportedAndReadBackSimulatesToTheSameStepTime
   }
   std::vector<ChakraRank> ranks;
   for (int r = 0; r < 64; ++r) ranks.push_back(read_chakra((dir / ("step." + std::to_string(r) + ".et")).string()));
+  // ASTRA-sim's contract (Workload.cc, Statistics.cc at its commit 518bd51): no METADATA_NODE; a
+  // collective's pg_name is a decimal id listed in comm_group.json; a recv has a size. The groups
+  // collectives run on: 64 / 8 = 8 tensor-parallel groups and 64 / 2 = 32 data-parallel pairs
+  // (pipeline stages talk by send/recv).
+  std::ifstream cg(dir / "comm_group.json");
+  ASSERT_TRUE(cg.good());
+  const nlohmann::json groups = nlohmann::json::parse(cg);
+  EXPECT_EQ(groups.size(), 40u);
+  size_t of8 = 0, of2 = 0;
+  for (const auto& [id, members] : groups.items()) {
+    EXPECT_GE(std::stoi(id), 1);
+    of8 += members.size() == 8;
+    of2 += members.size() == 2;
+  }
+  EXPECT_EQ(of8, 8u);
+  EXPECT_EQ(of2, 32u);
+  size_t recvs = 0;
+  for (const auto& cr : ranks)
+    for (const auto& n : cr.nodes) {
+      EXPECT_NE(n.type, ChakraProtoMsg::METADATA_NODE) << cr.file << " node " << n.id;
+      if (n.type == ChakraProtoMsg::COMM_COLL_NODE) EXPECT_TRUE(groups.contains(n.pg_name)) << n.pg_name;
+      if (n.type == ChakraProtoMsg::COMM_RECV_NODE) {
+        ++recvs;
+        EXPECT_GT(n.comm_size, 0) << cr.file << " node " << n.id;
+      }
+    }
+  EXPECT_GT(recvs, 0u);
   wl::JobProgram jp = chakra_program(ranks);
   sim::Simulation sim(1);
   const wl::ProgramRun run = wl::run_program(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, jp);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -65,6 +66,8 @@ ChakraRank read_chakra(const std::string& path) {
       if (!meta.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
         throw sim::UserError(path + ": the first message is not a Chakra GlobalMetadata (is this a Chakra .et file?)");
       out.version = meta.version();
+      for (const auto& a : meta.attr())
+        if (a.name() == "clustersim.process_groups") out.process_groups = a.string_val();
       first = false;
     } else {
       ChakraProtoMsg::Node n;
@@ -92,6 +95,7 @@ ChakraRank read_chakra(const std::string& path) {
         if (a.name() == "clustersim.sm_load") c.sm_load = a.double_val();
         if (a.name() == "clustersim.hbm_load") c.hbm_load = a.double_val();
         if (a.name() == "clustersim.memory_bytes") c.memory_bytes = a.double_val();
+        if (a.name() == "clustersim.bytes") c.bytes = a.double_val();
       }
       c.inputs = n.inputs().values();
       out.nodes.push_back(std::move(c));
@@ -116,29 +120,41 @@ wl::JobProgram chakra_program(const std::vector<ChakraRank>& ranks) {
   // Process groups: "## process_group:init ##" metadata nodes list them (as PyTorch's execution
   // trace does): [{"pg_name": "...", "ranks": [...]}, ...]. One communicator per name.
   std::map<std::string, uint32_t> comm_of{{"", 0}, {"0", 0}};
-  for (const auto& cr : ranks)
-    for (const auto& n : cr.nodes) {
-      if (n.type != ChakraProtoMsg::METADATA_NODE || n.name != "## process_group:init ##") continue;
-      nlohmann::json pgs = nlohmann::json::parse(n.inputs, nullptr, false);
-      if (pgs.is_string()) pgs = nlohmann::json::parse(pgs.get<std::string>(), nullptr, false);
-      if (!pgs.is_array()) throw sim::UserError(cr.file + ": node " + std::to_string(n.id) + ": its process-group list is not a JSON list");
-      for (const auto& g : pgs) {
-        if (!g.is_object() || !g.contains("pg_name") || !g.contains("ranks") || !g["ranks"].is_array()) continue;
-        const std::string name = g["pg_name"].is_string() ? g["pg_name"].get<std::string>() : g["pg_name"].dump();
-        if (comm_of.count(name)) continue;
-        wl::Communicator c;
-        c.name = name;
-        for (const auto& m : g["ranks"]) {
-          const int64_t rank = m.get<int64_t>();
-          if (rank < 0 || rank >= static_cast<int64_t>(world))
-            throw sim::UserError(cr.file + ": process group '" + name + "' holds rank " + std::to_string(rank) + " of " +
-                                 std::to_string(world) + " ranks given");
-          c.members.push_back(static_cast<uint32_t>(rank));
-        }
-        if (c.members.empty()) continue;  // an empty list means every rank
-        comm_of[name] = jp.add_comm(c);
+  // The same list may also come in the GlobalMetadata attribute clustersim.process_groups (what
+  // write_chakra writes: ASTRA-sim stops at any METADATA_NODE).
+  std::vector<std::pair<const ChakraRank*, std::string>> lists;
+  for (const auto& cr : ranks) {
+    if (!cr.process_groups.empty()) lists.emplace_back(&cr, cr.process_groups);
+    for (const auto& n : cr.nodes)
+      if (n.type == ChakraProtoMsg::METADATA_NODE && n.name == "## process_group:init ##") {
+        std::string v = n.inputs;
+        // Chakra's PyTorch converter writes str() of a one-string Python list: ['[{"pg_name": ...}]']
+        if (v.size() >= 4 && v.compare(0, 2, "['") == 0 && v.compare(v.size() - 2, 2, "']") == 0) v = v.substr(2, v.size() - 4);
+        lists.emplace_back(&cr, v);
       }
+  }
+  for (const auto& [crp, text] : lists) {
+    const ChakraRank& cr = *crp;
+    nlohmann::json pgs = nlohmann::json::parse(text, nullptr, false);
+    if (pgs.is_string()) pgs = nlohmann::json::parse(pgs.get<std::string>(), nullptr, false);
+    if (!pgs.is_array()) throw sim::UserError(cr.file + ": its process-group list is not a JSON list");
+    for (const auto& g : pgs) {
+      if (!g.is_object() || !g.contains("pg_name") || !g.contains("ranks") || !g["ranks"].is_array()) continue;
+      const std::string name = g["pg_name"].is_string() ? g["pg_name"].get<std::string>() : g["pg_name"].dump();
+      if (comm_of.count(name)) continue;
+      wl::Communicator c;
+      c.name = name;
+      for (const auto& m : g["ranks"]) {
+        const int64_t rank = m.get<int64_t>();
+        if (rank < 0 || rank >= static_cast<int64_t>(world))
+          throw sim::UserError(cr.file + ": process group '" + name + "' holds rank " + std::to_string(rank) + " of " +
+                               std::to_string(world) + " ranks given");
+        c.members.push_back(static_cast<uint32_t>(rank));
+      }
+      if (c.members.empty()) continue;  // an empty list means every rank
+      comm_of[name] = jp.add_comm(c);
     }
+  }
   size_t collectives0 = 0;
   for (size_t r = 0; r < world; ++r) {
     const ChakraRank& cr = ranks[r];
@@ -223,7 +239,12 @@ wl::JobProgram chakra_program(const std::vector<ChakraRank>& ranks) {
           op.stream = stream_or(n, s_comm);
           op.comm = pg->second;
           op.category = 2;
-          op.bytes = n.comm_size;
+          // comm_size is ASTRA-sim's: an all-gather's is the per-rank input (Ring.cc: final size =
+          // comm_size x ranks); ours is the total output, as nccl-tests.
+          op.bytes = n.bytes >= 0 ? n.bytes
+                                  : n.comm_size * (n.comm_type == ChakraProtoMsg::ALL_GATHER
+                                                       ? static_cast<double>(jp.comms[pg->second].members.size())
+                                                       : 1.0);
           if (n.seconds > 0) op.seconds = n.seconds;  // a measured collective
           if (pg->second == 0) ++collectives;
           break;
@@ -239,7 +260,7 @@ wl::JobProgram chakra_program(const std::vector<ChakraRank>& ranks) {
           op.stream = stream_or(n, send ? s_send : s_recv);
           op.peer = static_cast<int32_t>(peer);
           op.tag = static_cast<uint32_t>(n.comm_tag);
-          op.bytes = n.comm_size;
+          op.bytes = n.bytes >= 0 ? n.bytes : n.comm_size;
           op.category = 2;
           break;
         }
@@ -320,34 +341,53 @@ int64_t comm_type_of(wl::CollectiveOp op) {
 
 void write_chakra(const wl::JobProgram& job, const std::string& prefix, const wl::KernelCoster& coster) {
   const uint32_t world = job.world();
-  // Process groups: every group of every communicator, named "<communicator>.<group>".
-  nlohmann::json pgs = nlohmann::json::array();
+  // Absolute peer of a send/recv on rank r.
+  auto peer_of = [&](uint32_t r, const wl::Op& op) -> uint32_t {
+    if (op.peer_axis == wl::kAbsolutePeer) return static_cast<uint32_t>(op.peer);
+    return job.layout.neighbor(r, static_cast<wl::Dim>(op.peer_axis), op.peer);
+  };
+  // Process groups, as ASTRA-sim takes them (Workload.cc initialize_comm_groups): a decimal id >= 1
+  // per group (CommunicatorGroup::set_id asserts id > 0; "" and "0" mean all ranks), written in
+  // pg_name and listed in comm_group.json next to the files: {"1": [ranks], ...}. Only groups
+  // some collective runs on are numbered, in order of first use.
   std::vector<std::vector<std::string>> pg_of(job.comms.size(), std::vector<std::string>(world));
+  nlohmann::json pgs = nlohmann::json::array();     // for our reader (GlobalMetadata attribute)
+  nlohmann::json groups = nlohmann::json::object();  // comm_group.json
+  std::map<std::pair<uint32_t, uint32_t>, std::string> id_of;  // (communicator, group) -> id
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, double> sent;  // (src, dst, tag) -> bytes
   std::vector<uint32_t> members;
-  for (size_t c = 0; c < job.comms.size(); ++c) {
-    const wl::Communicator& cm = job.comms[c];
-    std::map<uint32_t, std::string> seen;
-    for (uint32_t r = 0; r < world; ++r) {
+  for (uint32_t r = 0; r < world; ++r) {
+    const wl::Program& p = job.templates[job.template_of_rank[r]];
+    for (uint32_t i = 0; i < p.ops().size(); ++i) {
+      const wl::Op& op = p.op(i);
+      if (op.kind == wl::OpKind::kSend) sent[{r, peer_of(r, op), op.tag}] = op.bytes;
+      if (op.kind != wl::OpKind::kCollective || !pg_of[op.comm][r].empty()) continue;
+      const wl::Communicator& cm = job.comms[op.comm];
       uint32_t group = 0;
       if (cm.generated) {
         group = job.layout.group_id(r, cm.axis);
-      } else if (std::find(cm.members.begin(), cm.members.end(), r) == cm.members.end()) {
-        continue;
-      }
-      const std::string name = cm.name + "." + std::to_string(c) + "." + std::to_string(group);
-      pg_of[c][r] = name;
-      if (seen.count(group)) continue;
-      seen[group] = name;
-      if (cm.generated) {
         job.layout.members(r, cm.axis, members);
       } else {
         members = cm.members;
       }
-      pgs.push_back({{"pg_name", name}, {"pg_desc", cm.name}, {"backend_config", "cuda:nccl"},
-                     {"pg_size", members.size()}, {"ranks", members}});
+      auto [it, fresh] = id_of.try_emplace({op.comm, group}, std::to_string(id_of.size() + 1));
+      if (fresh) {
+        groups[it->second] = members;
+        pgs.push_back({{"pg_name", it->second}, {"pg_desc", cm.name}, {"backend_config", "cuda:nccl"},
+                       {"pg_size", members.size()}, {"ranks", members}});
+      }
+      pg_of[op.comm][r] = it->second;
     }
   }
   const std::string pg_list = pgs.dump();
+  {
+    const size_t slash = prefix.find_last_of('/');
+    const std::string path = (slash == std::string::npos ? std::string() : prefix.substr(0, slash + 1)) + "comm_group.json";
+    std::ofstream f(path);
+    if (!f) throw sim::UserError("cannot write " + path);
+    f << groups.dump() << "\n";
+    if (!f) throw sim::UserError("error while writing " + path);
+  }
   for (uint32_t r = 0; r < world; ++r) {
     const wl::Program& p = job.templates[job.template_of_rank[r]];
     std::string out;
@@ -356,23 +396,45 @@ void write_chakra(const wl::JobProgram& job, const std::string& prefix, const wl
     auto* a = meta.add_attr();
     a->set_name("schema");
     a->set_string_val("1.0.2-chakra.0.0.4");
+    a = meta.add_attr();
+    a->set_name("clustersim.process_groups");
+    a->set_string_val(pg_list);
     put_delimited(out, meta);
-    ChakraProtoMsg::Node init;
-    init.set_id(0);
-    init.set_name("## process_group:init ##");
-    init.set_type(ChakraProtoMsg::METADATA_NODE);
-    init.mutable_inputs()->set_values(pg_list);
-    set_bool(init, "is_cpu_op", true);
-    put_delimited(out, init);
-    for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    // No METADATA_NODE: ASTRA-sim's Statistics::get_operator_type asserts on one. Markers and
+    // memory ops (dependency-only, no time) are left out and their users depend on their
+    // dependencies instead.
+    auto skipped = [&](const wl::Op& op) { return op.kind == wl::OpKind::kMarker || op.kind == wl::OpKind::kMemory; };
+    std::vector<std::vector<uint32_t>> through(p.ops().size());  // a skipped op's nearest kept deps
+    std::vector<uint32_t> deps;
+    auto direct = [&](uint32_t i, std::vector<uint32_t>& into) {
       const wl::Op& op = p.op(i);
+      const wl::DepRef* d = p.dep_refs(op);
+      for (uint32_t k = 0; k < op.deps_count; ++k) into.push_back(d[k].op);
+      if (op.stream != wl::kNoStream && op.pos > 0) into.push_back(p.stream_ops(op.stream)[op.pos - 1]);
+    };
+    auto kept_deps = [&](uint32_t i, std::vector<uint32_t>& into) {
+      std::vector<uint32_t> raw;
+      direct(i, raw);
+      for (uint32_t d : raw) {
+        if (skipped(p.op(d))) into.insert(into.end(), through[d].begin(), through[d].end());
+        else into.push_back(d);
+      }
+      std::sort(into.begin(), into.end());
+      into.erase(std::unique(into.begin(), into.end()), into.end());
+    };
+    for (uint32_t i = 0; i < p.ops().size(); ++i) {  // dependencies point to earlier ops
+      const wl::Op& op = p.op(i);
+      if (skipped(op)) {
+        kept_deps(i, through[i]);
+        continue;
+      }
       ChakraProtoMsg::Node n;
       n.set_id(i + 1);
       n.set_name(p.name(op.name));
-      const wl::DepRef* d = p.dep_refs(op);
-      for (uint32_t k = 0; k < op.deps_count; ++k) n.add_data_deps(d[k].op + 1);
+      deps.clear();
+      kept_deps(i, deps);
+      for (uint32_t d : deps) n.add_data_deps(d + 1);
       if (op.stream != wl::kNoStream) {
-        if (op.pos > 0) n.add_data_deps(p.stream_ops(op.stream)[op.pos - 1] + 1);
         set_int(n, "stream", op.stream);
         set_string(n, "clustersim.stream_name", p.stream_name(op.stream));
       }
@@ -415,39 +477,42 @@ void write_chakra(const wl::JobProgram& job, const std::string& prefix, const wl
           n.set_type(ChakraProtoMsg::COMM_COLL_NODE);
           set_bool(n, "is_cpu_op", false);
           set_int(n, "comm_type", type);
-          set_int(n, "comm_size", static_cast<int64_t>(op.bytes));
+          // ASTRA-sim's comm_size of an all-gather is each rank's input (Ring.cc: msg_size =
+          // comm_size, final size = comm_size x ranks); ours is the total output (nccl-tests).
+          double size = op.bytes;
+          if (op.coll == wl::CollectiveOp::kAllGather) size /= static_cast<double>(groups[pg_of[op.comm][r]].size());
+          set_int(n, "comm_size", static_cast<int64_t>(size));
           set_string(n, "pg_name", pg_of[op.comm][r]);
+          set_double(n, "clustersim.bytes", op.bytes);
           if (op.seconds > 0) set_double(n, "clustersim.seconds", op.seconds);
           break;
         }
         case wl::OpKind::kSend:
         case wl::OpKind::kRecv: {
           const bool send = op.kind == wl::OpKind::kSend;
-          uint32_t peer = 0;
-          if (op.peer_axis == wl::kAbsolutePeer) {
-            peer = static_cast<uint32_t>(op.peer);
-          } else {
-            peer = job.layout.neighbor(r, static_cast<wl::Dim>(op.peer_axis), op.peer);
+          const uint32_t peer = peer_of(r, op);
+          // ASTRA-sim matches a recv to its send by (tag, src, dst, size), and a size must be > 0
+          // (analytical ChunkIdGenerator asserts): a recv carries its send's size.
+          double size = op.bytes;
+          if (!send) {
+            auto it = sent.find({peer, r, op.tag});
+            if (it == sent.end())
+              throw sim::UserError("rank " + std::to_string(r) + " op '" + p.name(op.name) + "': no send from rank " +
+                                   std::to_string(peer) + " with tag " + std::to_string(op.tag));
+            size = it->second;
           }
           n.set_type(send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
           set_bool(n, "is_cpu_op", false);
           set_int(n, "comm_src", send ? r : peer);
           set_int(n, "comm_dst", send ? peer : r);
           set_int(n, "comm_tag", op.tag);
-          set_int(n, "comm_size", static_cast<int64_t>(op.bytes));
+          set_int(n, "comm_size", std::max<int64_t>(1, static_cast<int64_t>(size)));
+          set_double(n, "clustersim.bytes", op.bytes);
           break;
         }
         case wl::OpKind::kMemory:
-          n.set_type(ChakraProtoMsg::MEM_STORE_NODE);
-          set_bool(n, "is_cpu_op", false);
-          set_string(n, "clustersim.op", "memory");
-          set_double(n, "clustersim.memory_bytes", op.bytes);
-          break;
         case wl::OpKind::kMarker:
-          n.set_type(ChakraProtoMsg::METADATA_NODE);
-          set_bool(n, "is_cpu_op", true);
-          set_string(n, "clustersim.op", "marker");
-          break;
+          break;  // skipped above
       }
       put_delimited(out, n);
     }
