@@ -94,6 +94,12 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     // Some ranks of a larger job: their NCCL kernels include the wait for the missing members.
     coll_note = std::to_string(job.size()) + " trace(s) of a " + std::to_string(job[0].world) +
                 "-rank job: collectives include waiting for the missing ranks, not fitted (give every rank's trace)";
+  } else if (sizes.empty() && job.size() > 1) {
+    // Traces of several runs (one rank each) are not one job: their collectives are not matched.
+    bool one_job = true;
+    for (const auto& r : job) one_job = one_job && r.world == static_cast<int64_t>(job.size());
+    if (one_job) colls = traces::collective_samples(job, sizes);
+    else coll_note = "the traces are not the ranks of one job (distributedInfo): collectives not fitted";
   } else {
     colls = traces::collective_samples(job, sizes);
   }
