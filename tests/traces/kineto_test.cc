@@ -215,6 +215,11 @@ TEST(Kineto, ReadsTheMessageSizesNewerTracesRecord) {
   for (const auto& a : r.activity)
     if (a.kind == GpuActivity::Kind::kCollective) nccl.push_back(&a);
   ASSERT_EQ(nccl.size(), 21u);
+  // Every kernel names process group "0" with ranks "[0, 1]".
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].name, "0");
+  EXPECT_EQ(r.groups[0].ranks, (std::vector<uint32_t>{0, 1}));
+  for (const GpuActivity* a : nccl) EXPECT_EQ(a->group, 0);
   EXPECT_EQ(nccl[0]->coll, wl::CollectiveOp::kBroadcast);
   EXPECT_EQ(nccl[0]->bytes, 53120.0 * 4);
   EXPECT_EQ(nccl[1]->bytes, 53.0 * 8);
@@ -266,6 +271,71 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
   const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
   ASSERT_TRUE(run.finished) << run.problem;
   EXPECT_EQ(run.rank_end[0].count_ns(), 50'000 + 20'000 + 2'500);
+}
+
+// Four ranks, two tensor-parallel pairs {0,1} and {2,3} (groups "1" and "2") and one all-rank
+// collective (group "0"), as newer PyTorch records them on NCCL kernels. Each rank: compute, its
+// pair's all-reduce, then the all-rank all-reduce. Times (us): rank r computes 10 (r+1); the pair
+// collective's kernels end together 5 us after the pair's last member arrived: pair {0,1} at
+// 20 + 5 = 25, pair {2,3} at 40 + 5 = 45; the world collective then starts at 45 (last arrival,
+// ranks 2 and 3) and lasts 3 us: every rank ends at 48.
+KinetoRank tp_rank(uint32_t r) {
+  KinetoRank k;
+  k.file = "rank" + std::to_string(r);
+  k.rank = r;
+  k.world = 4;
+  k.groups.push_back(ProcessGroup{r < 2 ? "1" : "2", r < 2 ? std::vector<uint32_t>{0, 1} : std::vector<uint32_t>{2, 3}});
+  k.groups.push_back(ProcessGroup{"0", {0, 1, 2, 3}});
+  GpuActivity c;
+  c.name = "gemm";
+  c.start_ns = 0;
+  c.dur_ns = 10'000 * (r + 1);
+  GpuActivity pair;
+  pair.name = "ncclDevKernel_AllReduce_RING_LL";
+  pair.kind = GpuActivity::Kind::kCollective;
+  pair.start_ns = c.dur_ns;
+  pair.dur_ns = (r < 2 ? 25'000 : 45'000) - pair.start_ns;
+  pair.group = 0;
+  GpuActivity world = pair;
+  world.start_ns = r < 2 ? 25'000 : 45'000;
+  world.dur_ns = 48'000 - world.start_ns;
+  world.group = 1;
+  k.activity = {c, pair, world};
+  return k;
+}
+
+TEST(Kineto, CollectivesAreMatchedPerRecordedProcessGroup) {
+  std::vector<KinetoRank> ranks;
+  for (uint32_t r = 0; r < 4; ++r) ranks.push_back(tp_rank(r));
+  const MatchedCollectives mc = match_collectives(ranks);
+  ASSERT_EQ(mc.groups.size(), 3u);  // world (also named "0" in the traces), "1", "2"
+  EXPECT_EQ(mc.instances.size(), 3u);
+  const ReplayProgram rp = replay_program(ranks);
+  ASSERT_EQ(rp.job.comms.size(), 3u);
+  sim::Simulation sim(1);
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  const topo::Topology t = topo::build_scale_up(4, su);
+  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
+  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  ASSERT_TRUE(run.finished) << run.problem;
+  for (uint32_t r = 0; r < 4; ++r) EXPECT_EQ(run.rank_end[r].count_ns(), 48'000) << r;
+  // A rank whose pair ran one collective fewer is refused, naming the group.
+  ranks[3].activity.erase(ranks[3].activity.begin() + 1);
+  try {
+    match_collectives(ranks);
+    ADD_FAILURE() << "mismatched group accepted";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("group '2'"), std::string::npos) << e.what();
+  }
+  // A group naming a rank that is not given.
+  ranks = {tp_rank(0), tp_rank(1)};
+  try {
+    match_collectives(ranks);
+    ADD_FAILURE() << "a group beyond the traces accepted";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds rank 2"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -100,6 +100,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     if (in_event() && key_ == "cat") ev_.cat = v;
     if (in_event() && key_ == "name") ev_.name = v;
     if (in_args() && key_ == "dtype") ev_.dtype = v;
+    if (in_args() && key_ == "Process Group Name") ev_.pg_name = v;
+    if (in_args() && key_ == "Process Group Ranks") ev_.pg_ranks = v;
     if (depth_ == 5 && list_ == 2) ev_.types.push_back(v);
     if (depth_ == 1 && key_ == "schema") {
       saw_schema_ = true;
@@ -174,7 +176,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  private:
   bool in_args() const { return depth_ == 4 && top_key_ == "traceEvents" && parent_key_ == "args"; }
   struct Event {
-    std::string cat, name, dtype;
+    std::string cat, name, dtype, pg_name, pg_ranks;
     std::vector<std::vector<int64_t>> dims;
     std::vector<std::string> types;
     int64_t in_nelems = -1, out_nelems = -1, correlation = -1, bytes = -1;
@@ -253,11 +255,44 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       const int64_t n = a.coll == wl::CollectiveOp::kAllGather ? ev_.out_nelems : ev_.in_nelems;
       const double e = element_bytes(ev_.dtype);
       if (n >= 0 && e > 0) a.bytes = static_cast<double>(n) * e;
+      if (!ev_.pg_name.empty()) a.group = group_index(where);
     } else if (a.kind != GpuActivity::Kind::kKernel && ev_.bytes >= 0) {
       a.bytes = static_cast<double>(ev_.bytes);
     }
     out_.activity.push_back(std::move(a));
     if (keep_ops_) correlation_.push_back(ev_.correlation);
+  }
+  // The index of the event's process group in out_.groups (added on first sight).
+  template <class Where>
+  int32_t group_index(const Where& where) {
+    for (size_t g = 0; g < out_.groups.size(); ++g)
+      if (out_.groups[g].name == ev_.pg_name) return static_cast<int32_t>(g);
+    ProcessGroup pg;
+    pg.name = ev_.pg_name;
+    // "[0, 1, 2]": decimal ranks between brackets, separated by commas.
+    const std::string& t = ev_.pg_ranks;
+    size_t i = t.find('[');
+    if (i == std::string::npos || t.find(']') == std::string::npos)
+      throw sim::UserError(where() + ": \"Process Group Ranks\" is not a list of ranks: \"" + t + "\"");
+    for (++i; i < t.size() && t[i] != ']';) {
+      if (t[i] == ' ' || t[i] == ',') {
+        ++i;
+        continue;
+      }
+      size_t used = 0;
+      long long v = -1;
+      try {
+        v = std::stoll(t.substr(i), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || v < 0 || v > 0xFFFFFFF)
+        throw sim::UserError(where() + ": \"Process Group Ranks\" is not a list of ranks: \"" + t + "\"");
+      pg.ranks.push_back(static_cast<uint32_t>(v));
+      i += used;
+    }
+    out_.groups.push_back(std::move(pg));
+    return static_cast<int32_t>(out_.groups.size() - 1);
   }
   // CPU ops that record shapes, and runtime calls that launch GPU work (by correlation id).
   void keep_cpu_side() {
@@ -324,6 +359,76 @@ KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt) {
   return out;
 }
 
+MatchedCollectives match_collectives(const std::vector<KinetoRank>& ranks) {
+  MatchedCollectives m;
+  const uint32_t world = static_cast<uint32_t>(ranks.size());
+  ProcessGroup all;
+  all.name = "world";
+  for (uint32_t r = 0; r < world; ++r) all.ranks.push_back(r);
+  m.groups.push_back(all);
+  std::map<std::string, uint32_t> by_name;
+  // Per rank, its collectives' groups in the order it ran them; per (group, rank), its kernels.
+  std::vector<std::vector<uint32_t>> group_seq(world);
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const GpuActivity*>> lists;
+  for (uint32_t r = 0; r < world; ++r)
+    for (const auto& a : ranks[r].activity) {
+      if (a.kind != GpuActivity::Kind::kCollective) continue;
+      uint32_t g = 0;
+      if (a.group >= 0) {
+        const ProcessGroup& pg = ranks[r].groups[static_cast<size_t>(a.group)];
+        if (!pg.ranks.empty() && pg.ranks != all.ranks) {
+          auto it = by_name.find(pg.name);
+          if (it == by_name.end()) {
+            for (uint32_t x : pg.ranks)
+              if (x >= world)
+                throw sim::UserError(ranks[r].file + ": process group '" + pg.name + "' holds rank " +
+                                     std::to_string(x) + " but " + std::to_string(world) + " traces were given");
+            it = by_name.emplace(pg.name, static_cast<uint32_t>(m.groups.size())).first;
+            m.groups.push_back(pg);
+          } else if (m.groups[it->second].ranks != pg.ranks) {
+            throw sim::UserError(ranks[r].file + ": process group '" + pg.name +
+                                 "' lists other ranks than in another trace");
+          }
+          g = it->second;
+          if (std::find(pg.ranks.begin(), pg.ranks.end(), r) == pg.ranks.end())
+            throw sim::UserError(ranks[r].file + ": an NCCL kernel of process group '" + pg.name +
+                                 "', which does not hold rank " + std::to_string(r));
+        }
+      }
+      group_seq[r].push_back(g);
+      lists[{g, r}].push_back(&a);
+    }
+  // The k-th kernel of every member of a group is the group's k-th collective.
+  std::map<std::pair<uint32_t, size_t>, uint32_t> instance_of;  // (group, k) -> instance
+  for (uint32_t g = 0; g < m.groups.size(); ++g) {
+    const ProcessGroup& pg = m.groups[g];
+    const size_t n = lists[{g, pg.ranks[0]}].size();
+    for (uint32_t x : pg.ranks)
+      if (lists[{g, x}].size() != n)
+        throw sim::UserError(ranks[x].file + ": " + std::to_string(lists[{g, x}].size()) + " NCCL kernels of group '" +
+                             pg.name + "', but " + ranks[pg.ranks[0]].file + " has " + std::to_string(n) +
+                             ": the collectives cannot be matched");
+    for (size_t k = 0; k < n; ++k) {
+      CollectiveInstance inst;
+      inst.group = g;
+      for (uint32_t x : pg.ranks) inst.members.push_back(lists[{g, x}][k]);
+      instance_of[{g, k}] = static_cast<uint32_t>(m.instances.size());
+      m.instances.push_back(std::move(inst));
+    }
+  }
+  m.of_rank.resize(world);
+  for (uint32_t r = 0; r < world; ++r) {
+    std::map<uint32_t, size_t> next;  // per group: its next ordinal on this rank
+    for (uint32_t g : group_seq[r]) {
+      const size_t k = next[g]++;
+      const auto& ranks_of = m.groups[g].ranks;
+      const uint32_t member = static_cast<uint32_t>(std::find(ranks_of.begin(), ranks_of.end(), r) - ranks_of.begin());
+      m.of_rank[r].emplace_back(instance_of.at({g, k}), member);
+    }
+  }
+  return m;
+}
+
 ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt) {
   ReplayProgram out;
   if (ranks.empty()) throw sim::UserError("replay: no traces");
@@ -336,17 +441,14 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
       throw sim::UserError(ranks[r].file + ": records a world of " + std::to_string(ranks[r].world) + " ranks but " +
                            std::to_string(world) + " traces were given");
   }
-  // Collectives by order: every rank must have run the same number.
+  // Collectives matched per process group; every rank's in the order it ran them.
+  MatchedCollectives mc;
+  if (world > 1) mc = match_collectives(ranks);
   std::vector<std::vector<const GpuActivity*>> colls(world);
   for (size_t r = 0; r < world; ++r)
     for (const auto& a : ranks[r].activity)
       if (a.kind == GpuActivity::Kind::kCollective) colls[r].push_back(&a);
   out.collectives = colls[0].size();
-  for (size_t r = 1; r < world; ++r)
-    if (colls[r].size() != out.collectives)
-      throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) + " NCCL kernels, but " + ranks[0].file +
-                           " has " + std::to_string(out.collectives) +
-                           ": the collectives cannot be matched (the trace records no process groups)");
   const bool simulate = !opt.collective_sizes.empty() || opt.simulate_recorded;
   if (opt.simulate_recorded && opt.collective_sizes.empty()) {
     for (size_t r = 0; r < world; ++r)
@@ -359,17 +461,17 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
       throw sim::UserError("replay: " + std::to_string(opt.collective_sizes.size()) +
                            " execution traces for " + std::to_string(world) + " ranks");
     for (size_t r = 0; r < world; ++r)
-      if (opt.collective_sizes[r].size() != out.collectives)
-        throw sim::UserError(ranks[r].file + ": " + std::to_string(out.collectives) +
+      if (opt.collective_sizes[r].size() != colls[r].size())
+        throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) +
                              " NCCL kernels, but its execution trace holds " +
                              std::to_string(opt.collective_sizes[r].size()) + " collectives");
   }
-  // Collective k lasts what it lasted on the member that got there last.
-  std::vector<double> coll_s(out.collectives, 0);
-  for (size_t k = 0; k < out.collectives; ++k) {
-    const GpuActivity* last = colls[0][k];
-    for (size_t r = 1; r < world; ++r)
-      if (colls[r][k]->start_ns > last->start_ns) last = colls[r][k];
+  // A collective lasts what it lasted on the member that got there last.
+  std::vector<double> coll_s(mc.instances.size(), 0);
+  for (size_t k = 0; k < mc.instances.size(); ++k) {
+    const GpuActivity* last = mc.instances[k].members[0];
+    for (const GpuActivity* a : mc.instances[k].members)
+      if (a->start_ns > last->start_ns) last = a;
     coll_s[k] = static_cast<double>(last->dur_ns) * 1e-9;
   }
   out.t0_ns = ranks[0].first_ns();
@@ -378,10 +480,10 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
   wl::JobProgram& jp = out.job;
   jp.categories = {"compute", "gaps", "collective"};  // gaps: the measured idle time before an activity
   jp.idle_category = 1;
-  if (world > 1) {
+  for (const ProcessGroup& g : mc.groups) {  // communicator i is group i
     wl::Communicator c;
-    c.name = "world";
-    for (uint32_t r = 0; r < world; ++r) c.members.push_back(r);
+    c.name = g.name;
+    c.members = g.ranks;
     jp.add_comm(c);
   }
   for (size_t r = 0; r < world; ++r) {
@@ -431,22 +533,22 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
       op.stream = s;
       op.name = p.intern(a.name);
       if (a.kind == GpuActivity::Kind::kCollective && world > 1) {
+        const uint32_t inst = mc.of_rank[r][k].first;
         op.kind = wl::OpKind::kCollective;
         op.coll = a.coll;
-        op.comm = 0;
+        op.comm = mc.instances[inst].group;
         op.category = 2;
         if (simulate && opt.collective_sizes.empty()) {
           op.bytes = a.bytes;  // recorded in the trace
           op.seconds = 0;
-          ++k;
         } else if (simulate) {
           op.bytes = opt.collective_sizes[r][k].bytes;
           op.coll = opt.collective_sizes[r][k].op;
           op.seconds = 0;  // simulated on the cluster
-          ++k;
         } else {
-          op.seconds = coll_s[k++];
+          op.seconds = coll_s[inst];
         }
+        ++k;
       } else {
         op.kind = wl::OpKind::kTimed;  // measured: loads nothing, keeps its duration when streams overlap
         const double measured = static_cast<double>(a.dur_ns) * 1e-9;

@@ -15,11 +15,12 @@
 // duration (a timed op that loads nothing, so overlapping streams keep their measured durations).
 // Collectives take their measured time (below), or, given their sizes from the execution
 // traces, are simulated on the cluster the caller runs the program on.
-// The k-th NCCL kernel of every rank is the k-th collective of one communicator of all ranks:
-// it starts when its last member gets there and lasts what it lasted on that member, the rank
-// that waited least (the others' kernels include their wait for it). Assumed, and checked where
-// the trace allows: one process group holding every rank (the sample traces record no groups);
-// ranks with different numbers of NCCL kernels are refused. One trace alone (one rank of a larger
+// Collectives are matched per process group (match_collectives): the k-th NCCL kernel of every
+// member of a group is the group's k-th collective, the group as the kernel records it (newer
+// PyTorch: "Process Group Name" and "Process Group Ranks"), else one group of all ranks. A
+// collective starts when its last member gets there and lasts what it lasted on that member, the
+// rank that waited least (the others' kernels include their wait for it). Members that ran
+// different numbers of a group's collectives are refused. One trace alone (one rank of a larger
 // job) replays with its collectives as measured timed ops: there is nobody to wait for.
 #pragma once
 
@@ -47,6 +48,14 @@ struct GpuActivity {
   double bytes = -1;
   // With KinetoReadOptions::ops: the CPU op (KinetoRank::ops) that launched it, -1 when unknown.
   int32_t launched_by = -1;
+  // kCollective: its process group (KinetoRank::groups) where the kernel records it (newer
+  // PyTorch: "Process Group Name", "Process Group Ranks"); -1 when not recorded.
+  int32_t group = -1;
+};
+
+struct ProcessGroup {
+  std::string name;            // "Process Group Name"
+  std::vector<uint32_t> ranks;  // "Process Group Ranks": global ranks
 };
 
 // A CPU op that records its inputs' shapes (profiler record_shapes=True): "Input Dims" (one list
@@ -63,6 +72,7 @@ struct KinetoRank {
   int64_t rank = -1, world = 0;       // distributedInfo; -1 / 0 when absent
   std::vector<GpuActivity> activity;  // by start time
   std::vector<CpuOp> ops;             // with KinetoReadOptions::ops
+  std::vector<ProcessGroup> groups;   // the process groups its NCCL kernels name
   int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
   int64_t last_end_ns() const;        // the end of the last GPU activity to finish
 };
@@ -100,6 +110,22 @@ struct KernelScaling {
     return dst_latency_s[i] + busy * ratio[i];
   }
 };
+
+// The collectives of a job's ranks matched into instances: the k-th NCCL kernel of every member
+// of a process group is the k-th collective of that group (kernels that name no group: of one
+// group of every rank). Throws sim::UserError when members ran different numbers, a group holds a
+// rank outside the job, or one name stands for different rank lists.
+struct CollectiveInstance {
+  uint32_t group = 0;                       // index into MatchedCollectives::groups
+  std::vector<const GpuActivity*> members;  // one per member rank, in the group's rank order
+};
+struct MatchedCollectives {
+  std::vector<ProcessGroup> groups;  // groups[0]: every rank ("world")
+  std::vector<CollectiveInstance> instances;
+  // Per rank, per collective kernel in the order it ran: (instance, member index).
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> of_rank;
+};
+MatchedCollectives match_collectives(const std::vector<KinetoRank>& ranks);
 
 struct ReplayProgram {
   wl::JobProgram job;

@@ -163,35 +163,30 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
 std::vector<wl::CollectiveSample> collective_samples(const std::vector<KinetoRank>& ranks,
                                                      const std::vector<std::vector<EtCollective>>& sizes) {
   std::vector<wl::CollectiveSample> out;
-  if (ranks.empty()) return out;
-  std::vector<std::vector<const GpuActivity*>> colls(ranks.size());
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (const auto& a : ranks[r].activity)
-      if (a.kind == GpuActivity::Kind::kCollective) colls[r].push_back(&a);
-  for (size_t r = 1; r < ranks.size(); ++r)
-    if (colls[r].size() != colls[0].size())
-      throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) + " NCCL kernels, but " +
-                           ranks[0].file + " has " + std::to_string(colls[0].size()) +
-                           ": the collectives cannot be matched");
+  if (ranks.size() < 2) return out;  // one trace: its collectives include waiting for the others
+  const MatchedCollectives mc = match_collectives(ranks);
   if (!sizes.empty() && sizes.size() != ranks.size())
     throw sim::UserError("calibrate: " + std::to_string(sizes.size()) + " execution traces for " +
                          std::to_string(ranks.size()) + " profiler traces");
   for (size_t r = 0; r < sizes.size(); ++r)
-    if (sizes[r].size() != colls[r].size())
-      throw sim::UserError(ranks[r].file + ": " + std::to_string(colls[r].size()) +
+    if (sizes[r].size() != mc.of_rank[r].size())
+      throw sim::UserError(ranks[r].file + ": " + std::to_string(mc.of_rank[r].size()) +
                            " NCCL kernels, but its execution trace holds " + std::to_string(sizes[r].size()) +
                            " collectives");
-  // The group: every rank given, or the recorded world of a single trace.
-  const uint32_t group = ranks.size() > 1 ? static_cast<uint32_t>(ranks.size())
-                                          : static_cast<uint32_t>(std::max<int64_t>(ranks[0].world, 0));
-  if (group < 2) return out;
-  for (size_t k = 0; k < colls[0].size(); ++k) {
+  // Sizes by instance: from the first member's execution trace, else recorded.
+  std::vector<const EtCollective*> et_of(mc.instances.size(), nullptr);
+  for (size_t r = 0; r < sizes.size(); ++r)
+    for (size_t i = 0; i < sizes[r].size(); ++i)
+      if (!et_of[mc.of_rank[r][i].first]) et_of[mc.of_rank[r][i].first] = &sizes[r][i];
+  for (size_t k = 0; k < mc.instances.size(); ++k) {
+    const CollectiveInstance& inst = mc.instances[k];
     wl::CollectiveSample s;
-    s.ranks = group;
-    s.op = sizes.empty() ? colls[0][k]->coll : sizes[0][k].op;
-    s.bytes = sizes.empty() ? colls[0][k]->bytes : sizes[0][k].bytes;
-    int64_t shortest = colls[0][k]->dur_ns;
-    for (size_t r = 1; r < ranks.size(); ++r) shortest = std::min(shortest, colls[r][k]->dur_ns);
+    s.ranks = static_cast<uint32_t>(inst.members.size());
+    s.members = mc.groups[inst.group].ranks;
+    s.op = et_of[k] ? et_of[k]->op : inst.members[0]->coll;
+    s.bytes = et_of[k] ? et_of[k]->bytes : inst.members[0]->bytes;
+    int64_t shortest = inst.members[0]->dur_ns;
+    for (const GpuActivity* a : inst.members) shortest = std::min(shortest, a->dur_ns);
     s.seconds = static_cast<double>(shortest) * 1e-9;
     if (s.bytes > 0) out.push_back(s);
   }

@@ -17,9 +17,10 @@
 //    type promotion are not modelled. Memcpys are left out: copy engines move them, not the
 //    kernels the profile models (on the HTA A100 sample a device-to-device copy reaches half the
 //    bandwidth a memset of the same size does).
-// Collectives: the k-th NCCL kernel of every rank is one collective of all ranks (as replay
-// assumes); its time is that of the member that waited least (the shortest kernel), its size
-// recorded in the trace or given by the execution traces.
+// Collectives: matched per process group as replay matches them (match_collectives); a
+// collective's time is that of the member that waited least (the shortest kernel), its size
+// recorded in the trace or given by the execution traces, its group the recorded ranks (rank r on
+// GPU r).
 #pragma once
 
 #include <vector>

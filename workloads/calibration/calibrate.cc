@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "sim/error.h"
 #include "sim/simulation.h"
@@ -236,7 +237,13 @@ std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& sa
                            std::to_string(topo.num_gpus()) + " GPUs");
     CollectiveTest t;
     t.op = s.op;
-    for (uint32_t r = 0; r < s.ranks; ++r) t.group.push_back(r);
+    t.group = s.members;
+    if (t.group.empty())
+      for (uint32_t r = 0; r < s.ranks; ++r) t.group.push_back(r);
+    for (uint32_t g : t.group)
+      if (g >= topo.num_gpus())
+        throw sim::UserError("calibrate: a collective on GPU " + std::to_string(g) + " of a cluster of " +
+                             std::to_string(topo.num_gpus()) + " GPUs");
     t.sizes = {s.bytes};
     cfg.tests.push_back(std::move(t));
   }
@@ -250,25 +257,31 @@ std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& sa
 void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
                            const topo::GpuSpec& gpu, Calibration& c) {
   CollectiveFit& f = c.collectives;
-  // One sample per distinct (op, size, ranks): the median of its measured times.
-  std::map<std::tuple<int, double, uint32_t>, std::vector<double>> groups;
+  // One sample per distinct (op, size, group): the median of its measured times.
+  std::map<std::tuple<int, double, std::vector<uint32_t>>, std::vector<double>> groups;
   for (const auto& s : samples)
-    if (s.seconds > 0 && s.bytes > 0 && s.ranks >= 2)
-      groups[{static_cast<int>(s.op), s.bytes, s.ranks}].push_back(s.seconds);
+    if (s.seconds > 0 && s.bytes > 0 && s.ranks >= 2) {
+      std::vector<uint32_t> m = s.members;
+      if (m.empty())
+        for (uint32_t r = 0; r < s.ranks; ++r) m.push_back(r);
+      groups[{static_cast<int>(s.op), s.bytes, m}].push_back(s.seconds);
+    }
   std::vector<CollectiveSample> uniq;
   for (auto& [k, v] : groups) {
     std::sort(v.begin(), v.end());
     CollectiveSample s;
     s.op = static_cast<CollectiveOp>(std::get<0>(k));
     s.bytes = std::get<1>(k);
-    s.ranks = std::get<2>(k);
+    s.members = std::get<2>(k);
+    s.ranks = static_cast<uint32_t>(s.members.size());
     s.seconds = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     uniq.push_back(s);
   }
   f.samples = uniq.size();
   f.efficiency_key = "scale_up_efficiency";
-  for (const auto& s : uniq)
-    if (s.ranks > topo.gpus_per_node()) f.efficiency_key = "nic_efficiency";
+  for (const auto& s : uniq)  // a group spanning nodes crosses NICs
+    for (uint32_t g : s.members)
+      if (g / topo.gpus_per_node() != s.members[0] / topo.gpus_per_node()) f.efficiency_key = "nic_efficiency";
   double& eff = f.efficiency_key == "nic_efficiency" ? c.profile.nic_efficiency : c.profile.scale_up_efficiency;
   f.efficiency = eff;
   f.step_overhead = c.profile.step_overhead;

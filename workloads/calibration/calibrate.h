@@ -55,7 +55,8 @@ struct KernelSample {
 struct CollectiveSample {
   CollectiveOp op = CollectiveOp::kAllReduce;
   double bytes = 0;    // as nccl-tests counts it
-  uint32_t ranks = 0;  // the group: GPUs 0 .. ranks-1 of the cluster
+  uint32_t ranks = 0;  // the group's size
+  std::vector<uint32_t> members;  // its GPUs (rank r on GPU r); empty: GPUs 0 .. ranks-1
   double seconds = 0;  // measured (the member that waited least)
 };
 
@@ -99,8 +100,9 @@ struct Calibration {
 Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
                               const topo::HardwareProfile& base, const CalibrationOptions& opt);
 
-// Fits the collectives on `topo` (c.profile is updated); samples whose group does not fit the
-// cluster are refused with a sim::UserError.
+// Fits the collectives on `topo` (c.profile is updated): the NIC efficiency when a group spans
+// nodes, else the scale-up one. Samples whose group does not fit the cluster are refused with a
+// sim::UserError.
 void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
                            const topo::GpuSpec& gpu, Calibration& c);
 
