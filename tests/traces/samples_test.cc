@@ -71,7 +71,7 @@ TEST(KernelSamples, LinksKernelsToTheOpsThatLaunchedThemAndCountsTheirWork) {
   EXPECT_EQ(gemm->rows, 256);
   EXPECT_EQ(gemm->cols, 1024);
   EXPECT_NEAR(gemm->seconds, 12e-6, 1e-15);
-  EXPECT_EQ(gemm->precision, wl::Precision::kBf16);
+  EXPECT_EQ(gemm->precision, wl::MatmulPrecision::kBf16);
   // add_: reads two 1e6-float tensors and writes one: 12e6 bytes.
   EXPECT_EQ(add->bytes, 12e6);
   // Flash backward, [B,S,H,D] layout: forward 4 x (2*4096*16*128) x 4096 / 2 (causal), times 2.5.

@@ -21,7 +21,7 @@ const topo::GpuSpec kH100 = topo::find_gpu("h100-sxm");
 KernelSample gemm(double m, double n, double k, double eff, double lat) {
   KernelSample s;
   s.cls = KernelClass::kGemm;
-  s.precision = Precision::kBf16;
+  s.precision = MatmulPrecision::kBf16;
   s.flops = 2 * m * n * k;
   s.seconds = lat + s.flops / (kH100.peak_bf16_flops * eff);
   s.shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);

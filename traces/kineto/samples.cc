@@ -19,17 +19,17 @@ double type_bytes(const std::string& t) {
   return 0;
 }
 
-bool precision_of(const std::string& type, const std::string& kernel, wl::Precision& p) {
+bool precision_of(const std::string& type, const std::string& kernel, wl::MatmulPrecision& p) {
   if (type == "float") {
     const bool tf32 = kernel.find("tf32") != std::string::npos || kernel.find("s1688") != std::string::npos ||
                       kernel.find("s16816") != std::string::npos;
-    p = tf32 ? wl::Precision::kTf32 : wl::Precision::kFp32;
+    p = tf32 ? wl::MatmulPrecision::kTf32 : wl::MatmulPrecision::kFp32;
   } else if (type == "c10::BFloat16") {
-    p = wl::Precision::kBf16;
+    p = wl::MatmulPrecision::kBf16;
   } else if (type == "c10::Half") {
-    p = wl::Precision::kFp16;
+    p = wl::MatmulPrecision::kFp16;
   } else if (type.rfind("c10::Float8", 0) == 0) {
-    p = wl::Precision::kFp8;
+    p = wl::MatmulPrecision::kFp8;
   } else {
     return false;
   }

@@ -13,24 +13,24 @@
 
 namespace wl {
 
-std::string_view precision_name(Precision p) {
+std::string_view precision_name(MatmulPrecision p) {
   switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
-    case Precision::kFp8: return "fp8";
+    case MatmulPrecision::kFp32: return "fp32";
+    case MatmulPrecision::kTf32: return "tf32";
+    case MatmulPrecision::kBf16: return "bf16";
+    case MatmulPrecision::kFp16: return "fp16";
+    case MatmulPrecision::kFp8: return "fp8";
   }
   return "?";
 }
 
-double peak_flops(const topo::GpuSpec& gpu, Precision p) {
+double peak_flops(const topo::GpuSpec& gpu, MatmulPrecision p) {
   switch (p) {
-    case Precision::kFp32: return gpu.peak_fp32_flops;
-    case Precision::kTf32: return gpu.peak_tf32_flops;
-    case Precision::kBf16: return gpu.peak_bf16_flops;
-    case Precision::kFp16: return gpu.peak_fp16_flops > 0 ? gpu.peak_fp16_flops : gpu.peak_bf16_flops;
-    case Precision::kFp8: return gpu.peak_fp8_flops;
+    case MatmulPrecision::kFp32: return gpu.peak_fp32_flops;
+    case MatmulPrecision::kTf32: return gpu.peak_tf32_flops;
+    case MatmulPrecision::kBf16: return gpu.peak_bf16_flops;
+    case MatmulPrecision::kFp16: return gpu.peak_fp16_flops > 0 ? gpu.peak_fp16_flops : gpu.peak_bf16_flops;
+    case MatmulPrecision::kFp8: return gpu.peak_fp8_flops;
   }
   return 0;
 }

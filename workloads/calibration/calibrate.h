@@ -36,14 +36,14 @@
 
 namespace wl {
 
-enum class Precision : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
-std::string_view precision_name(Precision p);
+enum class MatmulPrecision : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
+std::string_view precision_name(MatmulPrecision p);
 // The dense peak of precision p on gpu, FLOP/s (0 when the catalog entry has none).
-double peak_flops(const topo::GpuSpec& gpu, Precision p);
+double peak_flops(const topo::GpuSpec& gpu, MatmulPrecision p);
 
 struct KernelSample {
   KernelClass cls = KernelClass::kGemm;  // kGemm, kAttention or kMemory
-  Precision precision = Precision::kBf16;
+  MatmulPrecision precision = MatmulPrecision::kBf16;
   double flops = 0;           // kGemm, kAttention
   double rows = 0, cols = 0;  // kGemm: output shape per batch (wave quantization); 0 unknown
   double bytes = 0;           // kMemory: HBM bytes read and written
