@@ -12,6 +12,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "topology/topology.h"
+#include "workloads/program/executor.h"
 #include "workloads/program/layout.h"
 #include "workloads/training/step.h"
 #include "workloads/training/training.h"
@@ -316,6 +317,101 @@ TEST(TrainingCompute, OneProgramRecostedUnderTwoProfiles) {
     steps.push_back(step);
   }
   EXPECT_GT(steps[1], steps[0] * 1.3);  // GEMMs are most of a transformer step's FLOPs
+}
+
+// FP8 training (Transformer Engine) runs the linear layers in FP8 and everything else in BF16.
+// One layer's three kinds of work on an H100 (datasheet: 1,979 TFLOP/s dense FP8, 989 BF16,
+// 67 FP32), at efficiencies 0.8 (GEMM), 0.5 (attention), vector 67/989 of the tensor peak, no wave
+// factor, no bytes: a 1 PFLOP GEMM takes 1e15 / (1979e12 x 0.8) = 0.6316 s; a 0.1 PFLOP attention
+// core 1e14 / (989e12 x 0.5) = 0.2022 s (BF16, not FP8); 1 TFLOP of norms 1e12 / 67e12 = 14.9 ms.
+TEST(TrainingPrecision, Fp8RunsOnlyTheGemmsAtTheFp8Peak) {
+  TrainingJob j;
+  j.gpu = topo::find_gpu("h100-sxm");
+  j.precision = Precision::kFp8;
+  EXPECT_EQ(j.peak_flops(), 1979e12);
+  EXPECT_EQ(j.non_gemm_peak_flops(), 989e12);
+  j.precision = Precision::kBf16;
+  EXPECT_EQ(j.non_gemm_peak_flops(), j.peak_flops());
+  topo::HardwareProfile p = topo::default_profile(j.gpu);
+  p.gemm_efficiency = 0.8;
+  p.attention_efficiency = 0.5;
+  p.vector_efficiency = 67.0 / 989.0;
+  const ProfileKernelCoster fp8(p, 989e12, j.gpu.hbm_bandwidth_Bps, 1979e12);
+  std::vector<CostTerm> terms(3);
+  terms[0].cls = KernelClass::kGemm;
+  terms[0].flops[0] = 1e15;
+  terms[1].cls = KernelClass::kAttention;
+  terms[1].flops[0] = 1e14;
+  terms[2].cls = KernelClass::kVector;
+  terms[2].flops[0] = 1e12;
+  const double expected = 1e15 / (1979e12 * 0.8) + 1e14 / (989e12 * 0.5) + 1e12 / 67e12;
+  EXPECT_NEAR(fp8.sum(terms).seconds, expected, 1e-12);
+  // Before: every class at the FP8 peak, the attention core twice too fast.
+  const ProfileKernelCoster all_fp8(p, 1979e12, j.gpu.hbm_bandwidth_Bps);
+  EXPECT_NEAR(all_fp8.sum({terms[1]}).seconds, 1e14 / (1979e12 * 0.5), 1e-12);
+}
+
+// FLOPs by kernel class in rank 0's program (GEMM + attention: Korthikanti's count excludes the
+// vector work of norms and activations).
+double matmul_flops(const TrainingJob& job) {
+  sim::Simulation sim(1);
+  const topo::Topology t = free_network(1);
+  topo::ClusterResources res(sim, t, job.gpu, job.profile);
+  TrainingSettings ts;
+  ts.job = job;
+  ts.allow_oom = true;
+  TrainingStep step(res, ts, {});
+  const Program& p = step.program().templates[step.program().template_of_rank[0]];
+  double f = 0;
+  for (const Op& op : p.ops()) {
+    if (op.kind != OpKind::kKernel) continue;
+    if (op.index == 0) {
+      if (op.op_class != static_cast<uint8_t>(KernelClass::kVector)) f += op.flops;
+      continue;
+    }
+    for (const CostTerm& c : p.cost_terms(op.index))
+      if (c.cls != KernelClass::kVector) f += c.flops[0] + c.flops[1];
+  }
+  return f;
+}
+
+// One GPT layer (h = 1024, 8 heads, 4h GELU MLP, s = 512, b = 1, FlashAttention, causal), on one
+// GPU. Korthikanti et al. 2022 (arXiv 2205.05198) count a layer's forward as 24 b s h^2 + 4 b s^2 h
+// FLOPs, the second term the attention core (QK^T and PV), halved by the causal mask here:
+//   24 x 512 x 1024^2 = 12,884,901,888;  4 x 512^2 x 1024 / 2 = 536,870,912.
+// Selective recompute re-runs the attention core's forward: + 536,870,912. Full recompute re-runs
+// the whole layer's forward: + 12,884,901,888 + 536,870,912 = 13,421,772,800.
+TEST(TrainingRecompute, SelectiveAndFullAddKorthikantisFlops) {
+  TrainingJob j;
+  j.model = even_model(1);
+  j.model.hidden = 1024;
+  j.model.ffn_hidden = 4096;
+  j.model.heads = 8;
+  j.model.kv_heads = 8;
+  j.gpu = topo::find_gpu("h100-sxm");
+  j.profile = topo::default_profile(j.gpu);
+  j.seq_len = 512;
+  j.micro_batch = 1;
+  j.global_batch = 1;
+  j.optimizer_bytes_per_param = 0;
+  ASSERT_TRUE(j.flash_attention);
+  j.recompute = Recompute::kNone;
+  const double none = matmul_flops(j);
+  j.recompute = Recompute::kSelective;
+  const double selective = matmul_flops(j);
+  j.recompute = Recompute::kFull;
+  const double full = matmul_flops(j);
+  EXPECT_NEAR(selective - none, 536870912.0, 1.0);
+  EXPECT_NEAR(full - none, 13421772800.0, 1.0);
+  // Activation memory per layer (Korthikanti Table 2, no TP): none and selective drop the 5as/h
+  // score term (FlashAttention already keeps no s x s tensor), full keeps only the layer input:
+  // none = selective = 34 s b h = 34 x 512 x 1024 (dropout on, Korthikanti's accounting); full = 2 s b h.
+  const double sbh = 512.0 * 1024;
+  EXPECT_DOUBLE_EQ(korthikanti_activation_bytes_per_layer(512, 1, 1024, 8, 1, false, Recompute::kSelective), 34 * sbh);
+  EXPECT_DOUBLE_EQ(korthikanti_activation_bytes_per_layer(512, 1, 1024, 8, 1, false, Recompute::kNone, true), 34 * sbh);
+  EXPECT_DOUBLE_EQ(korthikanti_activation_bytes_per_layer(512, 1, 1024, 8, 1, false, Recompute::kNone, false),
+                   sbh * (34 + 5.0 * 8 * 512 / 1024));
+  EXPECT_DOUBLE_EQ(korthikanti_activation_bytes_per_layer(512, 1, 1024, 8, 1, false, Recompute::kFull), 2 * sbh);
 }
 
 }  // namespace

@@ -801,7 +801,7 @@ ProfileKernelCoster::Sums ProfileKernelCoster::sum(const std::vector<CostTerm>& 
     double eff = profile_.vector_efficiency;
     if (t.cls == KernelClass::kGemm) eff = profile_.gemm_efficiency;
     if (t.cls == KernelClass::kAttention) eff = profile_.attention_efficiency;
-    const double rate = peak_ * eff;
+    const double rate = (t.cls == KernelClass::kGemm ? gemm_peak_ : peak_) * eff;
     double sm = 0;
     if (t.cls != KernelClass::kMemory) {
       sm = t.flops[0] / (rate * t.wave[0]);
@@ -831,7 +831,8 @@ KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) con
     case KernelClass::kVector: eff = profile_.vector_efficiency; break;
     case KernelClass::kMemory: eff = 0; break;
   }
-  const double t_sm = eff > 0 && peak_ > 0 ? op.flops / (peak_ * eff) : 0.0;
+  const double peak = static_cast<KernelClass>(op.op_class) == KernelClass::kGemm ? gemm_peak_ : peak_;
+  const double t_sm = eff > 0 && peak > 0 ? op.flops / (peak * eff) : 0.0;
   const double t_hbm = hbm_ > 0 ? op.bytes / (hbm_ * profile_.memory_efficiency) : 0.0;
   Cost c;
   c.seconds = latency_s(static_cast<KernelClass>(op.op_class)) + std::max(t_sm, t_hbm);

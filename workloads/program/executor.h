@@ -57,8 +57,11 @@ class KernelCoster {
 // per-kernel latency of the class (0 unless calibrated) adds to t and loads nothing.
 class ProfileKernelCoster : public KernelCoster {
  public:
-  ProfileKernelCoster(const topo::HardwareProfile& profile, double peak_flops, double hbm_Bps)
-      : profile_(profile), peak_(peak_flops), hbm_(hbm_Bps) {}
+  // `gemm_peak_flops` (0: the same as peak_flops) is the peak GEMMs run at: FP8 training runs the
+  // linear layers in FP8 and the rest (attention, norms, elementwise) in BF16 (Transformer Engine).
+  ProfileKernelCoster(const topo::HardwareProfile& profile, double peak_flops, double hbm_Bps,
+                      double gemm_peak_flops = 0)
+      : profile_(profile), peak_(peak_flops), hbm_(hbm_Bps), gemm_peak_(gemm_peak_flops > 0 ? gemm_peak_flops : peak_flops) {}
   Cost cost(const Program& p, const Op& op) const override;
   // Summed over `terms` in order: each term's roofline time max(FLOP time, HBM time), its FLOP
   // time and its HBM time (a fused kernel's time alone, and the SM and HBM seconds it loads).
@@ -70,7 +73,7 @@ class ProfileKernelCoster : public KernelCoster {
 
  private:
   topo::HardwareProfile profile_;
-  double peak_, hbm_;
+  double peak_, hbm_, gemm_peak_;
 };
 
 struct ExecutorOptions {

@@ -85,7 +85,8 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   ro.step_overhead = res.profile().step_overhead;
   runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
   // Compute kernels are costed by the executor from the cluster's profile at the job's precision.
-  coster_ = std::make_unique<ProfileKernelCoster>(res.profile(), job_.peak_flops(), job_.gpu.hbm_bandwidth_Bps);
+  coster_ = std::make_unique<ProfileKernelCoster>(res.profile(), job_.non_gemm_peak_flops(), job_.gpu.hbm_bandwidth_Bps,
+                                                  job_.peak_flops());
   ExecutorOptions eo;
   eo.trace_ranks = trace_ranks;
   eo.coster = coster_.get();

@@ -23,6 +23,10 @@ double TrainingJob::peak_flops() const {
   return gpu.peak_bf16_flops;
 }
 
+double TrainingJob::non_gemm_peak_flops() const {
+  return precision == Precision::kFp8 && gpu.peak_bf16_flops > 0 ? gpu.peak_bf16_flops : peak_flops();
+}
+
 void TrainingJob::validate() const {
   auto err = [](const std::string& m) { throw sim::ConfigError(m); };
   if (global_batch % (dp * dp_outer * micro_batch) != 0)
@@ -74,7 +78,7 @@ struct GemmShape {
 class Coster {
  public:
   Coster(const TrainingJob& j, int64_t micro_batch, int64_t seq_len, const ParallelShape& shape)
-      : job_(j), profile_(j.profile, j.peak_flops(), j.gpu.hbm_bandwidth_Bps) {
+      : job_(j), profile_(j.profile, j.non_gemm_peak_flops(), j.gpu.hbm_bandwidth_Bps, j.peak_flops()) {
     const ModelSpec& m = j.model;
     tokens_ = static_cast<double>(micro_batch * seq_len / shape.cp);
     double hd = static_cast<double>(m.effective_head_dim());
@@ -139,9 +143,14 @@ class Coster {
         break;
       case PassPart::kBwdWeight: f = o.bwd_weight_flops, b = o.bwd_weight_bytes, model = o.bwd_weight_flops; break;
     }
+    // Selective recompute re-runs the attention core's forward before its backward (Korthikanti
+    // et al. 2022 §5; Megatron's --recompute-granularity selective checkpoints core attention,
+    // FlashAttention or not): its FLOPs and bytes once more.
     if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
-        !job_.flash_attention && o.cls == OpClass::kAttention)
-      f += o.fwd_flops;  // selective recompute re-runs the attention core (Korthikanti §5)
+        o.cls == OpClass::kAttention) {
+      f += o.fwd_flops;
+      b += o.fwd_bytes;
+    }
     CostTerm t;
     t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
             : o.cls == OpClass::kAttention ? KernelClass::kAttention

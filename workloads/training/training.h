@@ -75,7 +75,10 @@ struct TrainingJob {
 
   int64_t world() const { return tp * cp * pp * dp * dp_outer; }
   int64_t micro_batches() const { return global_batch / (dp * dp_outer * micro_batch); }
-  double peak_flops() const;  // of the chosen precision
+  double peak_flops() const;  // of the chosen precision (MFU's denominator; GEMMs run at it)
+  // What the other ops run at: BF16 under FP8 (Transformer Engine runs only the linear layers in
+  // FP8; attention, norms, softmax and elementwise stay BF16), else the precision's peak.
+  double non_gemm_peak_flops() const;
   // Throws sim::ConfigError for impossible combinations, naming the values.
   void validate() const;
 };
