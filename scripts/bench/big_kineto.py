@@ -12,7 +12,7 @@ is repeated. Top-level keys (distributedInfo, deviceProperties, ...) are kept in
 
 Written as a stream (one copy at a time). Python 3 standard library only.
 
-  scripts/bench/big_kineto.py --out /tmp/clustersim-big-kineto            # N=162: ~1.07 GB in all
+  scripts/bench/big_kineto.py --out /tmp/clustersim-big-kineto            # N=160: ~1.07 GB in all
   scripts/bench/big_kineto.py --out DIR --repeat 10 --gzip
 """
 import argparse
@@ -26,7 +26,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SRC = os.path.join(ROOT, "tests", "data", "param-dlrm-8rank-v100")
 ID_STRIDE = 10_000_000
-DEFAULT_REPEAT = 162  # ~1.07 GB in all (the inputs are ~0.9 MB per rank; this layout ~0.83 MB per step)
+DEFAULT_REPEAT = 160  # ~1.07 GB in all (the inputs are ~0.9 MB per rank; this layout ~0.83 MB per step)
 SENTINEL = "\ue000bigkineto\ue000"  # a JSON string value no trace holds; replaced by numbers
 
 
