@@ -48,7 +48,9 @@ const std::vector<GpuSpec>& gpu_table() {
       g.peak_fp8_flops = 0;             // Ampere has no FP8 tensor path
       g.peak_tf32_flops = 156 * kTera;  // A100 datasheet [R]: half of BF16, dense
       g.peak_fp32_flops = 19.5 * kTera; // A100 datasheet [R]
-      g.hbm_capacity_bytes = 80 * 1000ull * 1000 * 1000;  // "80 GB HBM2e" datasheet [R], decimal as printed
+      // "80 GB HBM2e" on the datasheet [R]; the device offers 81,920 MiB as nvidia-smi reports it
+      // for A100-SXM4-80GB (github.com/modal-labs/modal-client/pull/2797; dexmal/dexbotic#41, A800).
+      g.hbm_capacity_bytes = 81920ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 2039 * kGiga;                 // 2,039 GB/s, datasheet [R]
       g.sm_count = 108;                                   // [R]
       g.scale_up_bandwidth_Bps = 300 * kGiga;  // NVLink 3: 600 GB/s total bidirectional = 300 per direction [R]
@@ -69,7 +71,9 @@ const std::vector<GpuSpec>& gpu_table() {
       g.peak_fp8_flops = 1979 * kTera;   // FP8 1,979 TF dense [V2]
       g.peak_tf32_flops = 494 * kTera;   // datasheet 989 TF with sparsity -> ~494 dense [R]
       g.peak_fp32_flops = 67 * kTera;    // datasheet [R]
-      g.hbm_capacity_bytes = 80 * 1000ull * 1000 * 1000;  // 80 GB HBM3 [V2], decimal as printed
+      // "80 GB HBM3" [V2]; the device offers 81,559 MiB as nvidia-smi reports it for "NVIDIA H100
+      // 80GB HBM3" (github.com/NVIDIA/nccl/issues/1264, wilicc/gpu-burn#114).
+      g.hbm_capacity_bytes = 81559ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 3350 * kGiga;                 // 3.35 TB/s [V2]
       g.sm_count = 132;                                   // 132 SMs [V2]
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4: 900 GB/s total over 18 links = 450 per direction [V2]
@@ -88,7 +92,8 @@ const std::vector<GpuSpec>& gpu_table() {
       g.peak_fp8_flops = 1979 * kTera;  // [V2]
       g.peak_tf32_flops = 494 * kTera;  // [R], as H100
       g.peak_fp32_flops = 67 * kTera;   // [R], as H100
-      g.hbm_capacity_bytes = 141 * 1000ull * 1000 * 1000;  // 141 GB HBM3e [V2]
+      g.hbm_capacity_bytes = 141 * 1000ull * 1000 * 1000;  // 141 GB HBM3e [V2], decimal as printed (the
+                                                           // device total nvidia-smi reports is not checked yet)
       g.hbm_bandwidth_Bps = 4800 * kGiga;                  // 4.8 TB/s [V2]
       g.sm_count = 132;                                    // [V2]
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
@@ -104,7 +109,9 @@ const std::vector<GpuSpec>& gpu_table() {
       g.peak_fp8_flops = 4500 * kTera;   // FP8 ~4.5 PF dense / 9 PF sparse [R / vendor page]
       g.peak_tf32_flops = 1100 * kTera;  // [R] half of BF16
       g.peak_fp32_flops = 80 * kTera;    // [R] HGX B200 640 TF FP32 / 8 GPUs
-      g.hbm_capacity_bytes = 192 * 1000ull * 1000 * 1000;  // 192 GB HBM3e (180 GB usable in DGX B200) [R]
+      // 192 GB HBM3e [R]; the device offers 183,359 MiB as nvidia-smi reports it for "NVIDIA B200"
+      // (github.com/NVIDIA/TensorRT-LLM/issues/10278).
+      g.hbm_capacity_bytes = 183359ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 8000 * kGiga;                  // 8 TB/s [R]
       g.sm_count = 148;                                    // [R] not in the reference table
       g.scale_up_bandwidth_Bps = 900 * kGiga;  // NVLink 5: 1.8 TB/s total = 900 GB/s per direction [R]

@@ -27,6 +27,8 @@ struct GpuSpec {
   double peak_fp8_flops = 0;   // 0: the part has no FP8 tensor path
   double peak_tf32_flops = 0;  // tensor-core TF32 (GPUs); 0 on TPUs
   double peak_fp32_flops = 0;  // plain FP32 (vector units, no tensor cores)
+  // Device memory as the device offers it (nvidia-smi's total where checked), before the CUDA
+  // context and NCCL's buffers (HardwareProfile::context_memory, nccl_memory) take their share.
   uint64_t hbm_capacity_bytes = 0;
   double hbm_bandwidth_Bps = 0;
   uint32_t sm_count = 0;  // GPUs: streaming multiprocessors; TPUs: TensorCores per chip

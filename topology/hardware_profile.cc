@@ -51,6 +51,14 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   // Share of HBM bandwidth communication takes (reads and writes of staged chunks): an
   // assumption, small next to 3.35 TB/s.
   p.comm_hbm_fraction = 0.05;
+  // Device memory the framework does not get: the CUDA context, about 300 MB with lazy kernel
+  // loading since CUDA 11.7, over 1 GB before (NVIDIA's ptrblck, github.com/pytorch/pytorch/issues/
+  // 107667), rounded up to 512 MiB for cuBLAS/cuDNN workspaces; and NCCL's buffers, linear in
+  // channels and communicators: one communicator running all-reduce took about 1.6 GB, three
+  // about 6 GB (github.com/NVIDIA/nccl/issues/864, answered by the maintainer in #986); 1 GiB per
+  // communicator a rank uses.
+  p.context_memory = 512ull << 20;
+  p.nccl_memory = 1ull << 30;
   return p;
 }
 
@@ -82,6 +90,13 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count) 
   p.kernel_latency = latency("kernel_latency", p.kernel_latency);
   p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count, p.comm_sms));
   p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
+  auto bytes = [&](const char* key, uint64_t def) {
+    const double b = m.get_bytes(key, static_cast<double>(def));
+    if (b < 0 || b > 1e15) m.child(key).fail("must be between 0 B and 1 PB");
+    return static_cast<uint64_t>(b);
+  };
+  p.context_memory = bytes("context_memory", p.context_memory);
+  p.nccl_memory = bytes("nccl_memory", p.nccl_memory);
 }
 
 }  // namespace

@@ -51,6 +51,9 @@ struct HardwareProfile {
   uint32_t comm_sms = 16;                         // SMs a communication kernel holds (0: no slowdown)
   double comm_hbm_fraction = 0.05;                // share of HBM bandwidth communication takes
   bool watch_links = false;                       // report link loads to the fluid model's watcher
+  // --- device memory not available to the framework ------------------------------------------
+  uint64_t context_memory = 512ull << 20;  // CUDA context, kernels loaded lazily
+  uint64_t nccl_memory = 1ull << 30;       // per NCCL communicator a rank uses (channel buffers)
 };
 
 // The defaults for an accelerator (from its catalog entry; no per-name branches).

@@ -16,7 +16,7 @@ TEST(CatalogGpu, H100SxmMatchesDatasheet) {
   EXPECT_DOUBLE_EQ(g.peak_bf16_flops, 989e12);   // 989 TF dense BF16
   EXPECT_DOUBLE_EQ(g.peak_fp16_flops, 989e12);
   EXPECT_DOUBLE_EQ(g.peak_fp8_flops, 1979e12);   // FP8 1,979 TF dense
-  EXPECT_EQ(g.hbm_capacity_bytes, 80'000'000'000ull);  // 80 GB
+  EXPECT_EQ(g.hbm_capacity_bytes, 81559ull << 20);  // "80 GB"; nvidia-smi's total: 81,559 MiB (nccl#1264)
   EXPECT_DOUBLE_EQ(g.hbm_bandwidth_Bps, 3.35e12);      // 3.35 TB/s
   EXPECT_EQ(g.sm_count, 132u);
   EXPECT_DOUBLE_EQ(g.scale_up_bandwidth_Bps, 450e9);   // 900 GB/s bidirectional / 2
@@ -28,7 +28,7 @@ TEST(CatalogGpu, A100H200B200MatchDatasheet) {
   const GpuSpec a = find_gpu("a100-sxm");
   EXPECT_DOUBLE_EQ(a.peak_bf16_flops, 312e12);
   EXPECT_DOUBLE_EQ(a.peak_fp8_flops, 0);  // no FP8 on Ampere
-  EXPECT_EQ(a.hbm_capacity_bytes, 80'000'000'000ull);
+  EXPECT_EQ(a.hbm_capacity_bytes, 81920ull << 20);  // nvidia-smi's 81,920 MiB (modal-client#2797)
   EXPECT_DOUBLE_EQ(a.hbm_bandwidth_Bps, 2039e9);
   EXPECT_EQ(a.sm_count, 108u);
   EXPECT_DOUBLE_EQ(a.scale_up_bandwidth_Bps, 300e9);  // 600 GB/s total / 2
@@ -43,7 +43,7 @@ TEST(CatalogGpu, A100H200B200MatchDatasheet) {
   const GpuSpec b = find_gpu("b200");
   EXPECT_DOUBLE_EQ(b.peak_bf16_flops, 2.25e15);
   EXPECT_DOUBLE_EQ(b.peak_fp8_flops, 4.5e15);
-  EXPECT_EQ(b.hbm_capacity_bytes, 192'000'000'000ull);
+  EXPECT_EQ(b.hbm_capacity_bytes, 183359ull << 20);  // nvidia-smi's 183,359 MiB (TensorRT-LLM#10278)
   EXPECT_DOUBLE_EQ(b.hbm_bandwidth_Bps, 8e12);
   EXPECT_DOUBLE_EQ(b.scale_up_bandwidth_Bps, 900e9);  // 1.8 TB/s total / 2
   EXPECT_DOUBLE_EQ(b.power_W, 1000);

@@ -239,7 +239,10 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   appendf(o, "  where the time goes (mean over ranks; parts add up to the step time):\n");
   for (const auto& [label, v] : breakdown_parts(r.mean))
     appendf(o, "    %-18s %10.4f s  %5.1f %%\n", label.c_str(), v, r.step_time_s > 0 ? v / r.step_time_s * 100 : 0);
-  appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s):\n", sim::format_bytes(r.capacity_bytes).c_str());
+  appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the CUDA\n"
+          "  context and %d NCCL communicator(s)):\n",
+          sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),
+          sim::format_bytes(r.reserved_bytes).c_str(), r.communicators);
   appendf(o, "    %5s %11s %11s %11s %11s %11s %11s  %s\n", "stage", "params", "grads", "optimizer", "activations",
           "buffers", "total", "");
   for (const auto& m : r.memory) {
@@ -281,6 +284,8 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   nlohmann::ordered_json mem;
   mem["peak_bytes"] = peak;
   mem["capacity_bytes"] = r.capacity_bytes;
+  mem["device_bytes"] = r.device_bytes;
+  mem["reserved_bytes"] = r.reserved_bytes;
   mem["fits"] = r.fits;
   mem["stages"] = stages;
   out["memory"] = mem;

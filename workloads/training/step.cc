@@ -60,7 +60,13 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   job_.profile = res.profile();  // the cluster's hardware profile is the one that counts
   plan_ = build_training(job_);
   result_.memory = plan_.memory;
-  result_.capacity_bytes = static_cast<double>(job_.gpu.hbm_capacity_bytes);
+  // The framework gets the device's memory less the CUDA context and one set of NCCL buffers per
+  // communicator the rank uses (one per parallel dimension larger than 1; pipeline send/recv too).
+  for (int64_t d : {job_.tp, job_.cp, job_.pp, job_.dp, job_.dp_outer}) result_.communicators += d > 1 ? 1 : 0;
+  result_.device_bytes = static_cast<double>(job_.gpu.hbm_capacity_bytes);
+  result_.reserved_bytes = static_cast<double>(job_.profile.context_memory) +
+                           static_cast<double>(job_.profile.nccl_memory) * result_.communicators;
+  result_.capacity_bytes = std::max(0.0, result_.device_bytes - result_.reserved_bytes);
   for (const auto& m : plan_.memory)
     if (m.bytes.total() > result_.capacity_bytes) result_.fits = false;
   if (!result_.fits && !ts.allow_oom)

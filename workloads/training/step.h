@@ -46,7 +46,10 @@ struct StepResult {
   Breakdown mean;                     // over all ranks
   std::vector<Breakdown> per_stage;   // mean over the ranks of each pipeline stage
   std::vector<StageMemory> memory;    // per pipeline stage
-  double capacity_bytes = 0;
+  double capacity_bytes = 0;         // what the framework gets: device memory minus reserved
+  double device_bytes = 0;           // the device's memory (catalog)
+  double reserved_bytes = 0;         // CUDA context + NCCL buffers (hardware profile)
+  int communicators = 0;             // NCCL communicators per rank (parallel dimensions > 1)
   bool fits = true;
   uint64_t events = 0;
   uint64_t ops = 0;
