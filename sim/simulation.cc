@@ -43,6 +43,10 @@ RunResult Simulation::run(Time horizon) {
       result.hit_horizon = true;
       break;
     }
+    if (t.count_ns() >= Time::kMaxFinite)
+      throw UserError("simulated time would pass 2^62 ns (146 years) after " + std::to_string(events_) +
+                      " events: a duration in the scenario is beyond what the simulator represents (a bandwidth or "
+                      "FLOP rate near zero, a size or latency far too large)");
     now_ = t;
     while (!queue_->empty() && queue_->next_time() == t) {
       PoppedEvent ev = queue_->pop();

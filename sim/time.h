@@ -32,15 +32,34 @@ class Time {
   constexpr double microseconds() const { return static_cast<double>(ns_) * 1e-3; }
   constexpr bool is_infinite() const { return ns_ == std::numeric_limits<int64_t>::max(); }
 
+  // Arithmetic saturates instead of wrapping: a sum past the int64 range is infinite() (or its
+  // negative), so far-future times stay far in the future; Simulation::run refuses events at or
+  // past kMaxFinite with a clear error.
   constexpr auto operator<=>(const Time&) const = default;
-  constexpr Time operator+(Time o) const { return Time(ns_ + o.ns_); }
-  constexpr Time operator-(Time o) const { return Time(ns_ - o.ns_); }
-  constexpr Time& operator+=(Time o) { ns_ += o.ns_; return *this; }
-  constexpr Time& operator-=(Time o) { ns_ -= o.ns_; return *this; }
-  constexpr Time operator*(int64_t k) const { return Time(ns_ * k); }
+  constexpr Time operator+(Time o) const { return Time(sat_add(ns_, o.ns_)); }
+  constexpr Time operator-(Time o) const { return Time(sat_sub(ns_, o.ns_)); }
+  constexpr Time& operator+=(Time o) { ns_ = sat_add(ns_, o.ns_); return *this; }
+  constexpr Time& operator-=(Time o) { ns_ = sat_sub(ns_, o.ns_); return *this; }
+  constexpr Time operator*(int64_t k) const {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(ns_, k, &r)) return Time((ns_ < 0) != (k < 0) ? kMin : kMax);
+    return Time(r);
+  }
 
  private:
   constexpr explicit Time(int64_t v) : ns_(v) {}
+  static constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  static constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kMax : kMin;
+    return r;
+  }
+  static constexpr int64_t sat_sub(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kMax : kMin;
+    return r;
+  }
   static int64_t saturate(double ns) {
     if (!(ns < static_cast<double>(kMaxFinite))) return kMaxFinite;  // also catches NaN and +inf
     if (ns < -static_cast<double>(kMaxFinite)) return -kMaxFinite;

@@ -2,6 +2,8 @@
 // runs split at horizons, observers finished once, cancelled events.
 #include "sim/simulation.h"
 
+#include "sim/error.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -260,6 +262,44 @@ TEST(Simulation, CancelledEventsNeverReachTheirHandler) {
     EXPECT_EQ(c.seen, (std::vector<uint32_t>{1, 5}));
     EXPECT_EQ(r2.events, 2u);
     EXPECT_EQ(r2.end_time, Time::ns(40));
+  }
+}
+
+}  // namespace
+}  // namespace sim
+
+namespace sim {
+namespace {
+
+// Time arithmetic saturates: 2^62 + 2^62 = 2^63 does not fit int64 and becomes infinite() instead
+// of wrapping to a negative (past) time; products likewise.
+TEST(TimeArithmetic, SaturatesInsteadOfWrapping) {
+  const Time big = Time::ns(Time::kMaxFinite);
+  EXPECT_TRUE((big + big).is_infinite());
+  EXPECT_TRUE((Time::infinite() + Time::ns(1)).is_infinite());
+  EXPECT_TRUE((big * 3).is_infinite());
+  EXPECT_EQ((Time::ns(-Time::kMaxFinite) - big).count_ns(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ((Time::ns(5) + Time::ns(7)).count_ns(), 12);
+  EXPECT_EQ((Time::ns(5) * -3).count_ns(), -15);
+  Time t = big;
+  t += big;
+  EXPECT_TRUE(t.is_infinite());
+}
+
+// An event at or past 2^62 ns (a rate near zero made a duration of centuries) is a clear user
+// error, not an assertion.
+TEST(TimeArithmetic, AnEventPastTheRangeIsAUserError) {
+  struct Nop : EventHandler {
+    void on_event(uint32_t) override {}
+  } nop;
+  Simulation s(1);
+  const HandlerId h = s.add_handler(&nop);
+  s.schedule_at(Time::from_seconds(1e30), h, 0);  // saturates at 2^62 ns
+  try {
+    s.run();
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("146 years"), std::string::npos) << e.what();
   }
 }
 
