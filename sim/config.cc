@@ -180,6 +180,36 @@ std::string join_list(const std::vector<std::string>& items) {
   return s;
 }
 
+// Aliases let a small text stand for a huge or endless tree (a self-referencing `&a [*a]`, an
+// alias bomb doubling at each level): walked without recursion, a document nested deeper than
+// kMaxDepth or expanding to more than kMaxValues values is refused before anything else walks it.
+constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxValues = 1'000'000;
+void check_size(const YAML::Node& root, const std::string& origin, bool from_file) {
+  auto where = [&](const YAML::Node& n) {
+    if (!from_file) return origin;
+    YAML::Mark m = n.Mark();
+    return origin + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  };
+  std::vector<std::pair<YAML::Node, size_t>> stack{{root, 0}};
+  size_t values = 0;
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (++values > kMaxValues)
+      throw ConfigError(where(root) + ": the document expands to more than " + std::to_string(kMaxValues) +
+                        " values (YAML aliases repeated over and over?)");
+    if (depth > kMaxDepth)
+      throw ConfigError(where(node) + ": nested more than " + std::to_string(kMaxDepth) +
+                        " levels deep (a YAML alias that refers to itself?)");
+    if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) stack.emplace_back(it->second, depth + 1);
+    } else if (node.IsSequence()) {
+      for (auto it = node.begin(); it != node.end(); ++it) stack.emplace_back(*it, depth + 1);
+    }
+  }
+}
+
 // Keys must be unique plain scalars: yaml-cpp keeps duplicates and lookups would silently see
 // only the first one. `origin` is the file name, or "--set a.b" for an override value (whose
 // marks count from the start of the --set text and so are not shown).
@@ -592,6 +622,7 @@ ConfigDoc ConfigDoc::load_string(std::string_view text, std::string name) {
                       std::to_string(m.column + 1) + ": (top level): expected a map, got " +
                       describe(root));
   }
+  check_size(root, state->name, true);
   check_keys(root, "", state->name, true);
   state->root.reset(root);
   return ConfigDoc(std::move(state));
@@ -642,6 +673,7 @@ void ConfigDoc::apply_override(std::string_view assignment) {
   } catch (const YAML::Exception& e) {
     throw ConfigError(what + ": bad value: " + e.msg);
   }
+  check_size(value, "--set " + std::string(path), false);
   check_keys(value, std::string(path), "--set " + std::string(path), false);
 
   YAML::Node cur(state_->root);

@@ -370,6 +370,39 @@ TEST_F(CliErrors, YamlSyntax) {
   EXPECT_TRUE(contains(r.err, "syntax")) << r.err;
 }
 
+// Inputs from the reliability battery that used to crash: each is now one line, exit 2.
+TEST_F(CliErrors, SelfReferencingAliasAndAliasBomb) {
+  write_text(file("rec.yaml"), "cluster: &a [*a]\n");  // y19: endless recursion before
+  CliResult r = run({"run", "--quiet", "rec.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "rec.yaml:1:10")) << r.err;
+  EXPECT_TRUE(contains(r.err, "refers to itself")) << r.err;
+  // y06: 2^30 leaves from 31 lines (each alias doubles the last): refused at once.
+  std::string bomb = "a0: &a0 [x, x]\n";
+  for (int i = 1; i < 30; ++i)
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + "]\n";
+  write_text(file("bomb.yaml"), bomb);
+  CliResult b = run({"run", "--quiet", "bomb.yaml"});
+  expect_one_error_line(b);
+  EXPECT_TRUE(contains(b.err, "more than 1000000 values")) << b.err;
+  EXPECT_LT(b.wall_s, 10.0);
+  // The same through --set.
+  CliResult s = run({"run", "--quiet", "--set", "output.trace_ranks=&r [*r]"});
+  expect_one_error_line(s);
+}
+
+TEST_F(CliErrors, ABandwidthNearZeroIsAnErrorNotACrash) {
+  // r01: 1e-30 B/s makes a 1 MiB all-reduce last 1e36 s, past the 2^62 ns the engine represents.
+  write_text(file("slow.yaml"), "cluster:\n  gpu: h100-sxm\n  nodes: 1\n  gpus_per_node: 8\n"
+                                "  scale_up: {kind: nvswitch, bandwidth: 1e-30B/s}\n"
+                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  CliResult r = run({"run", "--quiet", "slow.yaml"});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "146 years")) << r.err;
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);
