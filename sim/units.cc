@@ -194,16 +194,41 @@ std::string format_scaled(double value, std::span<const DisplayUnit> units, doub
 
 }  // namespace
 
-double parse_bandwidth(std::string_view text) { return parse_quantity(kBandwidth, text); }
-double parse_bytes(std::string_view text) { return parse_quantity(kBytes, text); }
-double parse_flop_rate(std::string_view text) { return parse_quantity(kFlopRate, text); }
+// Rates and sizes the engine can represent: a positive rate below 1 per second makes a step
+// outlast the 2^62 ns (146 years) of Time; a size above 2^63 bytes overflows byte counts.
+namespace {
+double positive_rate_at_least_one(double v, std::string_view text, const char* what) {
+  if (v > 0 && v < 1.0)
+    throw ConfigError(std::string(what) + " \"" + std::string(text) +
+                      "\" is below 1 per second: at that rate a step would outlast the 146 years the simulator "
+                      "represents");
+  return v;
+}
+}  // namespace
+
+double parse_bandwidth(std::string_view text) {
+  return positive_rate_at_least_one(parse_quantity(kBandwidth, text), text, "bandwidth");
+}
+double parse_bytes(std::string_view text) {
+  const double b = parse_quantity(kBytes, text);
+  if (std::abs(b) > 9223372036854775808.0)
+    throw ConfigError("size \"" + std::string(text) + "\" is out of range (at most 2^63 bytes, 8 EiB)");
+  return b;
+}
+double parse_flop_rate(std::string_view text) {
+  return positive_rate_at_least_one(parse_quantity(kFlopRate, text), text, "FLOP rate");
+}
 double parse_flops(std::string_view text) { return parse_quantity(kFlops, text); }
 
 Time parse_duration(std::string_view text) {
   double ns = parse_quantity(kDuration, text);
-  // Time holds int64 nanoseconds; 9.2e18 ns is about 292 years.
-  if (ns >= 9.2e18) {
-    throw ConfigError("duration \"" + std::string(text) + "\" is out of range (at most 292 years)");
+  // Time holds int64 nanoseconds and saturates at 2^62 ns (about 146 years): a longer duration, or
+  // one that rounds to 0 without being 0, is not what the user meant.
+  if (std::abs(ns) >= static_cast<double>(Time::kMaxFinite)) {
+    throw ConfigError("duration \"" + std::string(text) + "\" is out of range (at most 146 years, 2^62 ns)");
+  }
+  if (ns != 0 && std::abs(ns) < 0.5) {
+    throw ConfigError("duration \"" + std::string(text) + "\" is below the simulator's resolution of 1 ns");
   }
   return Time::ns(static_cast<int64_t>(std::llround(ns)));
 }

@@ -228,5 +228,24 @@ TEST(UnitsFormat, Duration) {
   EXPECT_EQ(format_duration(Time::infinite()), "inf");
 }
 
+// What the engine can represent (reliability battery r01, r04, c18, w13, w14, p30, and the
+// nic_latency overflow): 2^63 bytes is the largest size; a positive rate below 1 per second is
+// refused (a 1 MiB transfer at 1e-30 B/s would take 1e36 s); durations stay under 2^62 ns
+// (4.61e18 ns, 146 years: 100000 d = 8.64e18 ns is over) and at or above 1 ns unless 0.
+TEST(UnitsRange, WhatTheEngineCannotRepresentIsRefused) {
+  EXPECT_EQ(parse_bytes("9223372036854775808"), 9223372036854775808.0);  // 2^63: the largest accepted
+  EXPECT_NE(error_of([] { parse_bytes("1e30"); }).find("at most 2^63 bytes"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_bytes("1.7e308"); }).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_bandwidth("1e-30B/s"); }).find("below 1 per second"), std::string::npos);
+  EXPECT_EQ(parse_bandwidth("1B/s"), 1.0);
+  EXPECT_EQ(parse_bandwidth("0B/s"), 0.0);  // zero is the binding's to refuse, naming the key
+  EXPECT_NE(error_of([] { parse_flop_rate("1e-300FLOPS"); }).find("below 1 per second"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_duration("100000d"); }).find("at most 146 years"), std::string::npos);
+  EXPECT_EQ(parse_duration("50000d").count_ns(), 50000LL * 86400 * 1000000000);  // 4.32e18 < 2^62
+  EXPECT_NE(error_of([] { parse_duration("0.0001ns"); }).find("resolution of 1 ns"), std::string::npos);
+  EXPECT_EQ(parse_duration("0ns").count_ns(), 0);
+  EXPECT_EQ(parse_duration("0.5ns").count_ns(), 1);  // rounds to the nearest nanosecond
+}
+
 }  // namespace
 }  // namespace sim

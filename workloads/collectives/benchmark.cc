@@ -63,7 +63,13 @@ std::vector<double> bind_sizes(const sim::ConfigNode& test) {
     double f = s.get_double_in("factor", 1.0001, 1e6, 2.0);
     if (lo <= 0) s.child("min").fail("must be > 0");
     if (hi < lo) s.child("max").fail("must be >= min");
-    for (double x = lo; x <= hi * (1 + 1e-12); x *= f) sizes.push_back(std::round(x));
+    // At most 10,000 sizes (a factor of 1.0001 over 1 B to 8 EiB would give 437,000 of them).
+    const double count = std::floor(std::log(hi / lo) / std::log(f) + 1e-9) + 1;
+    if (count > 10000)
+      s.fail("the range gives " + std::to_string(static_cast<long long>(count)) +
+             " sizes, more than 10000: raise factor or narrow min..max");
+    for (double x = lo; sizes.size() < static_cast<size_t>(count) + 1 && x <= hi * (1 + 1e-12); x *= f)
+      sizes.push_back(std::round(x));
   } else {
     sizes.push_back(s.as_bytes());
   }
