@@ -130,6 +130,9 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
       if (dims[i] < 1)
         dims_node.at(i).fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
                        ": every dimension must be >= 1");
+      if (dims[i] > (int64_t{1} << 26))  // the largest cluster; also keeps the product within 64 bits
+        dims_node.at(i).fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
+                             ": at most 2^26 (67108864)");
       t.dims.push_back(static_cast<uint32_t>(dims[i]));
       product *= static_cast<uint64_t>(dims[i]);
     }

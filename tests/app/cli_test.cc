@@ -403,6 +403,24 @@ TEST_F(CliErrors, ABandwidthNearZeroIsAnErrorNotACrash) {
   EXPECT_TRUE(contains(r.err, "146 years")) << r.err;
 }
 
+TEST_F(CliErrors, ProductsThatWouldWrapAreRefused) {
+  // p23: 2^20 x 2^20 x 2^20 x 2^24 x 2^24 = 2^108 ranks wrapped in 64 bits before.
+  write_text(file("p.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}\n"
+                             "workload:\n  kind: training\n  model: {preset: llama3-8b}\n"
+                             "  training: {seq_len: 8192, global_batch: 64, micro_batch: 1}\n"
+                             "  parallelism: {tp: 1048576, cp: 1048576, pp: 1048576, dp: 16777216, dp_outer: 16777216}\n"
+                             "  schedule: {kind: 1f1b}\n");
+  CliResult r = run({"run", "--quiet", "p.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "more than 2^64 ranks")) << r.err;
+  // A torus dimension of 2^32 + 2 was truncated to 2 and simulated as another shape.
+  write_text(file("t.yaml"), "cluster:\n  gpu: tpu-v5p\n  nodes: 2\n  gpus_per_node: 4\n"
+                             "  scale_out: {kind: torus, dims: [4294967298, 4, 1]}\n");
+  CliResult t = run({"run", "--quiet", "t.yaml"});
+  expect_one_error_line(t);
+  EXPECT_TRUE(contains(t.err, "scale_out.dims[0]")) << t.err;
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);

@@ -80,7 +80,8 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
     if (sc.overlap_steps < 0) st->child("overlap_steps").fail("must be >= 0, got " + std::to_string(sc.overlap_steps));
     // Streaming DiLoCo sends a fragment every H/F steps; overlapping past the next one would let a
     // fragment's next sync start before its previous one was applied.
-    if (sc.overlap_steps > 0 && sc.overlap_steps * sc.fragments >= c.inner_steps)
+    if (sc.overlap_steps > 0 &&
+        static_cast<__int128>(sc.overlap_steps) * sc.fragments >= static_cast<__int128>(c.inner_steps))
       st->child("overlap_steps")
           .fail("must be < inner_steps / fragments = " + std::to_string(c.inner_steps) + " / " +
                 std::to_string(sc.fragments) + ", got " + std::to_string(sc.overlap_steps));

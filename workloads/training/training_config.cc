@@ -126,10 +126,18 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   }
   if (auto m = w.find("memory")) ts.allow_oom = m->get_bool("allow_oom", false);
 
-  if (static_cast<uint64_t>(j.world()) != gpus)
+  // The product in 128 bits: each factor may be up to 2^24, so five of them can overflow int64.
+  const unsigned __int128 ranks = static_cast<unsigned __int128>(j.tp) * static_cast<unsigned __int128>(j.cp) *
+                                  static_cast<unsigned __int128>(j.pp) * static_cast<unsigned __int128>(j.dp) *
+                                  static_cast<unsigned __int128>(j.dp_outer);
+  if (ranks != static_cast<unsigned __int128>(gpus)) {
+    const std::string product = ranks > static_cast<unsigned __int128>(UINT64_MAX)
+                                    ? std::string("more than 2^64")
+                                    : std::to_string(static_cast<uint64_t>(ranks));
     p.fail("tp x cp x pp x dp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
            std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
-           std::to_string(j.world()) + " ranks, but the cluster has " + std::to_string(gpus) + " GPUs");
+           product + " ranks, but the cluster has " + std::to_string(gpus) + " GPUs");
+  }
   located(w, [&] {
     j.validate();
     return 0;
