@@ -115,13 +115,15 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
   if (work > 0.0) {
     size_t n = 0;
     for (const Use& u : uses) n += u.weight > 0.0 ? 1 : 0;
-    SIM_ASSERT(n <= UINT16_MAX, "an activity uses at most 65535 constraints");
-    if (n > kInlineUses && n > r.uses_capacity) {  // a new pool region; the old one is left unused
+    const size_t capacity = r.uses_capacity_log2 == 0 ? 0 : size_t{1} << r.uses_capacity_log2;
+    if (n > kInlineUses && n > capacity) {  // a new pool region; the old one is left unused
       const size_t cap = std::bit_ceil(std::max<size_t>(n, 2));
-      SIM_ASSERT(use_pool_.size() + cap <= UINT32_MAX, "too many constraint uses");
+      if (use_pool_.size() + cap > UINT32_MAX)
+        throw UserError("the simulation needs more than 2^32 link uses at once: the cluster and its collectives are "
+                        "too large for the fluid model");
       r.uses_at = static_cast<uint32_t>(use_pool_.size());
-      r.uses_capacity = static_cast<uint16_t>(std::min<size_t>(cap, UINT16_MAX));
-      use_pool_.resize(use_pool_.size() + r.uses_capacity);
+      r.uses_capacity_log2 = static_cast<uint8_t>(std::countr_zero(cap));
+      use_pool_.resize(use_pool_.size() + cap);
     }
     UseRec* const out = n <= kInlineUses ? r.inline_uses : use_pool_.data() + r.uses_at;
     for (const Use& u : uses) {

@@ -164,8 +164,8 @@ class FluidModel : public EventHandler {
     EventId completion;
     uint32_t mark = 0;  // solver scratch
     uint32_t uses_at = 0;  // the pool region, when num_uses > kInlineUses
-    uint16_t num_uses = 0;
-    uint16_t uses_capacity = 0;
+    uint32_t num_uses = 0;
+    uint8_t uses_capacity_log2 = 0;  // the pool region holds 2^this uses (0: none)
     bool live = false;
     bool fixed = false;  // solver scratch
     UseRec inline_uses[kInlineUses];

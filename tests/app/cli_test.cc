@@ -421,6 +421,21 @@ TEST_F(CliErrors, ProductsThatWouldWrapAreRefused) {
   EXPECT_TRUE(contains(t.err, "scale_out.dims[0]")) << t.err;
 }
 
+TEST_F(CliErrors, ARingOverMoreThan65535LinksRuns) {
+  // A ring all-reduce over 32,768 GPUs: one activity crosses more than 65,535 constraints, which
+  // was an internal assertion (exit 134) before; it is a result now.
+  write_text(file("ring.yaml"), "cluster:\n  gpu: h100-sxm\n  nodes: 4096\n  gpus_per_node: 8\n  scale_out:\n"
+                                "    kind: fat-tree\n    nic_bandwidth: 400Gbps\n    tiers:\n"
+                                "      - {name: rack, nodes: 16}\n      - {name: pod, racks: 256}\n"
+                                "workload: {kind: collectives, iterations: 1, warmup: 0, tests: "
+                                "[{op: all-reduce, algorithm: ring, sizes: [1MiB]}]}\n");
+  CliResult r = run({"run", "--quiet", "ring.yaml", "--json", "ring.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = read_json("ring.json");
+  EXPECT_EQ(j["collectives"][0]["ranks"], 32768);
+  EXPECT_GT(j["collectives"][0]["time_s"].get<double>(), 0);
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);
