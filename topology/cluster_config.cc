@@ -1,8 +1,10 @@
 #include "topology/cluster_config.h"
 
+#include <fstream>
 #include <string>
 
 #include "sim/error.h"
+#include "sim/units.h"
 
 namespace topo {
 
@@ -160,7 +162,25 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
   return cfg;
 }
 
-Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster) {
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster, uint64_t max_memory_bytes) {
+  const uint64_t gpus = uint64_t{cfg.spec.nodes} * cfg.spec.gpus_per_node;
+  const uint64_t need = gpus * kTopologyBytesPerGpu;
+  const uint64_t limit = max_memory_bytes > 0 ? max_memory_bytes : available_memory_bytes();
+  if (limit > 0 && need > limit)
+    cluster.fail("a cluster of " + std::to_string(gpus) + " accelerators needs at least " + sim::format_bytes(
+                     static_cast<double>(need)) + " for its network model alone (1 KiB per accelerator), more than the " +
+                 sim::format_bytes(static_cast<double>(limit)) +
+                 (max_memory_bytes > 0 ? " --max-memory allows" : " of memory available (MemAvailable)"));
   try {
     Topology t = build_cluster(cfg.spec);
     t.validate();

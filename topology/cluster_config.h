@@ -43,7 +43,19 @@ struct ClusterConfig {
 ClusterConfig bind_cluster(const sim::ConfigNode& cluster);
 
 // Builds the topology; a sim::TopologyError from the builders is re-thrown as a ConfigError
-// located at the cluster section.
-Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster);
+// located at the cluster section. Before building, the memory the network model will take is
+// estimated (kTopologyBytesPerGpu per accelerator) and a cluster whose estimate exceeds
+// `max_memory_bytes` (0: the memory the system has available, /proc/meminfo MemAvailable, when
+// it can be read) is refused at once with the estimate and what drives it.
+Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster,
+                               uint64_t max_memory_bytes = 0);
+
+// Bytes of network model per accelerator: 0.75 KiB measured (max RSS of `clustersim topology` on
+// the 131,072-GPU example, 106 MB, over its GPUs), rounded up to 1 KiB; a run needs more on top
+// (per-rank programs, link state), so the estimate is a floor.
+inline constexpr uint64_t kTopologyBytesPerGpu = 1024;
+
+// The memory the system has available (MemAvailable in /proc/meminfo), 0 when unknown.
+uint64_t available_memory_bytes();
 
 }  // namespace topo

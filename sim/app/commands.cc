@@ -15,6 +15,7 @@
 
 #include "sim/config.h"
 #include "sim/error.h"
+#include "sim/units.h"
 #include "sim/fingerprint.h"
 #include "sim/simulation.h"
 #include "topology/catalog.h"
@@ -41,11 +42,23 @@ void append_file(const std::string& path, const std::string& text) {
   if (!f) throw sim::UserError("error while writing " + path);
 }
 
-wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& overrides, bool with_workload) {
+wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& overrides, bool with_workload,
+                       const std::string& max_memory = "") {
+  uint64_t limit = 0;
+  if (!max_memory.empty()) {
+    double b = 0;
+    try {
+      b = sim::parse_bytes(max_memory);
+    } catch (const sim::ConfigError& e) {
+      throw sim::UserError(std::string("--max-memory: ") + e.what());
+    }
+    if (b < 1) throw sim::UserError("--max-memory: must be at least 1 byte, got \"" + max_memory + "\"");
+    limit = static_cast<uint64_t>(b);
+  }
   sim::ConfigDoc doc = path.empty() ? sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default scenario>")
                                     : sim::ConfigDoc::load_file(path);
   for (const auto& o : overrides) doc.apply_override(o);
-  return wl::bind_scenario(std::move(doc), path.empty() ? "default" : path, with_workload);
+  return wl::bind_scenario(std::move(doc), path.empty() ? "default" : path, with_workload, limit);
 }
 
 }  // namespace
@@ -57,7 +70,7 @@ int cmd_run(const RunOptions& opt) {
   // --seed goes into the document like a --set, so that --resolved records the seed actually used.
   std::vector<std::string> overrides = opt.overrides;
   if (opt.seed) overrides.push_back("seed=" + std::to_string(*opt.seed));
-  wl::Scenario sc = bind_file(opt.scenario, overrides, true);
+  wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
   if (opt.seed) sc.seed = *opt.seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
   if (!opt.resolved.empty()) write_file(opt.resolved, sc.doc.resolved_yaml());
@@ -218,7 +231,7 @@ int cmd_faults(const FaultsOptions& opt) {
 }
 
 int cmd_topology(const TopologyOptions& opt) {
-  wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false);
+  wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false, opt.max_memory);
   std::printf("%s\n", sc.topology->describe().c_str());
   if (!opt.dot.empty()) write_file(opt.dot, sc.topology->to_dot());
   return 0;

@@ -22,12 +22,14 @@ struct RunOptions {
   bool quiet = false;
   bool check = false;  // bind and check the scenario, simulate nothing
   std::string chakra;  // export the step's program as Chakra traces PREFIX.<rank>.et
+  std::string max_memory;  // refuse clusters whose model would need more (empty: what the system has)
 };
 
 struct TopologyOptions {
   std::string scenario;
   std::vector<std::string> overrides;
   std::string dot;
+  std::string max_memory;
 };
 
 struct ValidateOptions {

@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
   run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
   run_cmd->add_option("--json", run.json, "Write results as JSON");
+  run_cmd->add_option("--max-memory", run.max_memory,
+                      "Refuse a cluster whose model would need more memory than this (e.g. 8GiB; default: what the "
+                      "system has available)");
   run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in)");
   run_cmd->add_option("--fingerprint", run.fingerprint,
                       "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE");
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("scenario", topo.scenario, "Scenario YAML file");
   topo_cmd->add_option("--set", topo.overrides, "Override a scenario key (repeatable)");
   topo_cmd->add_option("--dot", topo.dot, "Write the network graph in Graphviz DOT");
+  topo_cmd->add_option("--max-memory", topo.max_memory, "Refuse a cluster whose model would need more memory than this");
 
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
 

@@ -436,6 +436,22 @@ TEST_F(CliErrors, ARingOverMoreThan65535LinksRuns) {
   EXPECT_GT(j["collectives"][0]["time_s"].get<double>(), 0);
 }
 
+TEST_F(CliErrors, AClusterTooLargeForMemoryIsRefusedBeforeSetUp) {
+  // c12: 2^26 GPUs (the documented maximum) filled 8 GiB and was killed. Its network model alone
+  // needs 2^26 x 1 KiB = 64 GiB; with --max-memory 16GiB it is refused at once, naming the cluster.
+  write_text(file("huge.yaml"), "cluster:\n  gpu: h100-sxm\n  nodes: 8388608\n  gpus_per_node: 8\n  scale_out:\n"
+                                "    kind: fat-tree\n    tiers:\n      - {name: rack, nodes: 4096}\n"
+                                "      - {name: pod, racks: 2048}\n");
+  CliResult r = run({"topology", "huge.yaml", "--max-memory", "16GiB"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "huge.yaml:2:3: cluster: a cluster of 67108864 accelerators needs at least 64 GiB"))
+      << r.err;
+  EXPECT_LT(r.wall_s, 1.0);
+  CliResult run_r = run({"run", "huge.yaml", "--max-memory", "16GiB"});
+  expect_one_error_line(run_r);
+  expect_one_error_line(run({"run", "--max-memory", "lots"}));
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);

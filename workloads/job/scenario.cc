@@ -14,7 +14,8 @@ void BindContext::refuse_failures(std::string_view kind) const {
                    "' workload kind cannot take failures (the training kind can; a campaign has its own)");
 }
 
-Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload) {
+Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload,
+                       uint64_t max_memory_bytes) {
   Scenario sc{std::move(doc)};
   auto root = sc.doc.root();
   if (!root.is_map()) root.fail("a scenario is a map with keys name, seed, cluster, workload, output");
@@ -22,7 +23,7 @@ Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool w
   sc.seed = static_cast<uint64_t>(root.get_int_in("seed", 0, INT64_MAX, 1));
   auto cluster = root.child("cluster");
   sc.cluster = topo::bind_cluster(cluster);
-  sc.topology = std::make_unique<topo::Topology>(topo::build_cluster_checked(sc.cluster, cluster));
+  sc.topology = std::make_unique<topo::Topology>(topo::build_cluster_checked(sc.cluster, cluster, max_memory_bytes));
   if (!with_workload) {
     // `topology` looks at the cluster only; the rest is still checked for unknown keys where bound.
     if (auto w = root.find("workload")) (void)w->keys();

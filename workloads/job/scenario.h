@@ -37,7 +37,10 @@ struct Scenario {
 
 // Binds a loaded document (overrides applied). Without `with_workload` only the cluster is bound
 // (the rest is still checked for unknown keys where bound). Throws sim::ConfigError.
-Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload);
+// `max_memory_bytes`: refuse a cluster whose network model alone would need more (0: the memory
+// the system has available; topo::build_cluster_checked).
+Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool with_workload,
+                       uint64_t max_memory_bytes = 0);
 
 // The scenario `clustersim run` uses when given no file.
 const char* default_scenario_yaml();
