@@ -211,8 +211,8 @@ double parse_bandwidth(std::string_view text) {
 }
 double parse_bytes(std::string_view text) {
   const double b = parse_quantity(kBytes, text);
-  if (std::abs(b) > 9223372036854775808.0)
-    throw ConfigError("size \"" + std::string(text) + "\" is out of range (at most 2^63 bytes, 8 EiB)");
+  if (std::abs(b) >= 9223372036854775808.0)  // 2^63: an int64 byte count must hold it
+    throw ConfigError("size \"" + std::string(text) + "\" is out of range (below 2^63 bytes, 8 EiB)");
   return b;
 }
 double parse_flop_rate(std::string_view text) {

@@ -1,5 +1,6 @@
 #include "topology/hardware_profile.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -47,7 +48,7 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   p.step_overhead = sim::Time::ns(1000);
   // NCCL's kernels hold about 16 SMs on an 8-NIC DGX (NCCL issue #689); TPUs move ICI data with
   // DMA engines, not with their TensorCores: none held.
-  p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : 16;
+  p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : std::min<uint32_t>(16, gpu.sm_count);  // never more than it has
   // Share of HBM bandwidth communication takes (reads and writes of staged chunks): an
   // assumption, small next to 3.35 TB/s.
   p.comm_hbm_fraction = 0.05;

@@ -452,6 +452,28 @@ TEST_F(CliErrors, AClusterTooLargeForMemoryIsRefusedBeforeSetUp) {
   expect_one_error_line(run({"run", "--max-memory", "lots"}));
 }
 
+TEST_F(CliErrors, DocumentedMaximaThatCannotRunAreRefusedWithTheirKey) {
+  auto training = [&](const std::string& gpu, const std::string& model, const std::string& training) {
+    write_text(file("t.yaml"), "cluster: {gpu: " + gpu + ", nodes: 1, gpus_per_node: 8}\nworkload:\n  kind: training\n"
+                               "  model: {preset: llama3-8b" + model + "}\n  training: {seq_len: 2048, micro_batch: 1" +
+                               training + "}\n  parallelism: {tp: 8}\n  schedule: {kind: 1f1b}\n");
+    CliResult r = run({"run", "--quiet", "t.yaml"});
+    expect_one_error_line(r);
+    return r.err;
+  };
+  // p14: FP8 on an A100 (no FP8 tensor path) silently ran at the BF16 peak.
+  EXPECT_TRUE(contains(training("a100-sxm", "", ", global_batch: 8, precision: fp8"), "workload.training.precision"));
+  // p20: 2^30 micro-batches x 32 layers is more than 2^26 layer passes (filled 8 GiB before).
+  EXPECT_TRUE(contains(training("h100-sxm", "", ", global_batch: 1073741824"), "workload.training.global_batch"));
+  // p22: 2^40 layers (std::bad_alloc, exit 1, before).
+  EXPECT_TRUE(contains(training("h100-sxm", ", layers: 1099511627776", ", global_batch: 8"), "workload.model.layers"));
+  // d09: 2^30 x 100,000 DiLoCo inner steps never finished.
+  CliResult d = run({"run", "--quiet", (kSourceDir / "workloads/scenarios/diloco-4dc-400gbps.yaml").string(), "--set",
+                     "workload.inner_steps=1073741824", "--set", "workload.outer_steps=100000"});
+  expect_one_error_line(d);
+  EXPECT_TRUE(contains(d.err, "more than 2^32 simulated inner steps")) << d.err;
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);

@@ -228,13 +228,14 @@ TEST(UnitsFormat, Duration) {
   EXPECT_EQ(format_duration(Time::infinite()), "inf");
 }
 
-// What the engine can represent (reliability battery r01, r04, c18, w13, w14, p30, and the
-// nic_latency overflow): 2^63 bytes is the largest size; a positive rate below 1 per second is
+// What the engine can represent (reliability battery r01, r04, c18, w13, w14, w35, p30, and the
+// nic_latency overflow): sizes stay below 2^63 bytes (an int64 byte count); a positive rate below 1 per second is
 // refused (a 1 MiB transfer at 1e-30 B/s would take 1e36 s); durations stay under 2^62 ns
 // (4.61e18 ns, 146 years: 100000 d = 8.64e18 ns is over) and at or above 1 ns unless 0.
 TEST(UnitsRange, WhatTheEngineCannotRepresentIsRefused) {
-  EXPECT_EQ(parse_bytes("9223372036854775808"), 9223372036854775808.0);  // 2^63: the largest accepted
-  EXPECT_NE(error_of([] { parse_bytes("1e30"); }).find("at most 2^63 bytes"), std::string::npos);
+  EXPECT_EQ(parse_bytes("4611686018427387904"), 4611686018427387904.0);  // 2^62: accepted
+  EXPECT_NE(error_of([] { parse_bytes("9223372036854775808"); }).find("below 2^63 bytes"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_bytes("1e30"); }).find("below 2^63 bytes"), std::string::npos);
   EXPECT_NE(error_of([] { parse_bytes("1.7e308"); }).find("out of range"), std::string::npos);
   EXPECT_NE(error_of([] { parse_bandwidth("1e-30B/s"); }).find("below 1 per second"), std::string::npos);
   EXPECT_EQ(parse_bandwidth("1B/s"), 1.0);

@@ -57,6 +57,7 @@ std::vector<double> bind_sizes(const sim::ConfigNode& test) {
   auto s = test.child("sizes");
   std::vector<double> sizes;
   if (s.is_sequence()) {
+    if (s.size() > 10000) s.fail("more than 10000 sizes (" + std::to_string(s.size()) + ")");
     for (size_t i = 0; i < s.size(); ++i) sizes.push_back(s.at(i).as_bytes());
   } else if (s.is_map()) {
     double lo = s.get_bytes("min"), hi = s.get_bytes("max");

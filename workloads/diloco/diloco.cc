@@ -53,6 +53,10 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
   if (c.inner_steps < 1) w.child("inner_steps").fail("must be >= 1, got " + std::to_string(c.inner_steps));
   if (c.inner_steps > (int64_t{1} << 30)) w.child("inner_steps").fail("must be <= 2^30");
   c.outer_steps = w.get_int_in("outer_steps", 1, 100000, 1);
+  // Each inner step is an event of each island: 10^14 of them (2^30 x 100,000) never finish.
+  if (static_cast<__int128>(c.inner_steps) * c.outer_steps > (int64_t{1} << 32))
+    w.child("outer_steps").fail("inner_steps x outer_steps = " + std::to_string(c.inner_steps) + " x " +
+                                std::to_string(c.outer_steps) + " is more than 2^32 simulated inner steps");
   s.island = bind_training(w.child("island"), gpu, gpus);
 
   auto o = w.child("outer_sync");

@@ -138,6 +138,28 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
            std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
            product + " ranks, but the cluster has " + std::to_string(gpus) + " GPUs");
   }
+  // FP8 needs an FP8 tensor path (Hopper and later): on a GPU without one the run would silently
+  // fall back to another precision's peak.
+  if (j.precision == Precision::kFp8 && j.gpu.peak_fp8_flops <= 0)
+    w.child("training").child("precision").fail("the accelerator " + j.gpu.name + " has no FP8 tensor path");
+  // What the step's programs will hold: one rank runs micro-batches x (its layers, forward and
+  // backward) ops. Beyond 2^26 per rank the program alone outgrows memory (p20: 2^29 micro-batches
+  // filled 8 GiB and was killed; p22: 2^40 layers ran out of memory).
+  {
+    const unsigned __int128 mb = static_cast<unsigned __int128>(j.micro_batches());
+    const unsigned __int128 layers = static_cast<unsigned __int128>((j.model.layers + j.pp - 1) / j.pp);
+    if (mb * layers > (static_cast<unsigned __int128>(1) << 26)) {
+      const bool by_batch = mb > layers;
+      sim::ConfigNode model = w.child("model");
+      sim::ConfigNode where = by_batch                 ? w.child("training").child("global_batch")
+                              : model.has("layers") ? model.child("layers")
+                                                    : model;
+      where.fail(std::to_string(j.micro_batches()) + " micro-batches per rank x " +
+                 std::to_string(static_cast<long long>(layers)) +
+                 " layers per pipeline stage is more than 2^26 layer passes per rank: the step's program would "
+                 "not fit in memory (lower global_batch, raise micro_batch or dp, or use fewer layers)");
+    }
+  }
   located(w, [&] {
     j.validate();
     return 0;
