@@ -474,6 +474,25 @@ TEST_F(CliErrors, DocumentedMaximaThatCannotRunAreRefusedWithTheirKey) {
   EXPECT_TRUE(contains(d.err, "more than 2^32 simulated inner steps")) << d.err;
 }
 
+// tests/data/bad-scenarios: inputs that once crashed, hung or exhausted memory; each must end
+// as exit 2 with one line holding the text its first line expects (usually the key).
+TEST_F(CliErrors, EveryBadScenarioIsOneLineNamingItsKey) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(kSourceDir / "tests" / "data" / "bad-scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n;
+    const std::string text = read_text(e.path());
+    ASSERT_EQ(text.rfind("# expect: ", 0), 0u) << e.path();
+    const std::string expect = text.substr(10, text.find('\n') - 10);
+    CliResult r = run({"run", "-q", "--max-memory", "16GiB", e.path().string()});
+    SCOPED_TRACE(e.path().filename().string());
+    expect_one_error_line(r);
+    EXPECT_TRUE(contains(r.err, expect)) << r.err;
+    EXPECT_LT(r.wall_s, 5.0);
+  }
+  EXPECT_GE(n, 20u);
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);
