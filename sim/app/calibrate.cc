@@ -21,16 +21,6 @@ namespace app {
 
 namespace {
 
-void check_writable(const std::string& path, const char* option) {
-  if (path.empty()) return;
-  const bool existed = std::filesystem::exists(path);
-  {
-    std::ofstream probe(path, std::ios::app);
-    if (!probe) throw sim::UserError(std::string(option) + ": cannot write " + path);
-  }
-  if (!existed) std::filesystem::remove(path);
-}
-
 const char* class_label(wl::KernelClass c) {
   switch (c) {
     case wl::KernelClass::kGemm: return "GEMM";
@@ -58,9 +48,9 @@ std::string stats_text(const wl::ErrorStats& e) {
 
 int cmd_calibrate(const CalibrateOptions& opt) {
   if (opt.holdout == 1) throw sim::UserError("--holdout 1 would hold out every shape: give 0 (none) or N >= 2");
-  check_writable(opt.output, "--output");
-  check_writable(opt.json, "--json");
-  check_writable(opt.samples, "--samples");
+  check_output(opt.output, "--output");
+  check_output(opt.json, "--json");
+  check_output(opt.samples, "--samples");
   for (const auto& f : opt.traces)
     if (traces::is_chakra_path(f))
       throw sim::UserError(f + ": calibrate reads PyTorch profiler traces (Chakra traces hold no measured kernels)");
@@ -115,23 +105,19 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; traces:";
   for (const auto& r : ranks) header.append(" ").append(std::filesystem::path(r.file).filename().string());
   header += "\n# Errors are |predicted / measured - 1| over samples: median, 90th percentile (count).\n";
-  {
-    std::ofstream f(opt.output);
-    f << wl::profile_yaml(cal, header);
-    if (!f) throw sim::UserError("--output: cannot write " + opt.output);
-  }
+  write_output(opt.output, wl::profile_yaml(cal, header));
 
   if (!opt.samples.empty()) {
-    std::ofstream f(opt.samples);
-    f << "class,shape,precision,flops,bytes,source,measured_s,before_s,after_s\n";
+    std::string f = "class,shape,precision,flops,bytes,source,measured_s,before_s,after_s\n";
     for (const auto& s : samples) {
       char line[512];
       std::snprintf(line, sizeof line, "%s,%s,%s,%.17g,%.17g,%u,%.9g,%.9g,%.9g\n", class_label(s.cls), s.shape.c_str(),
                     s.cls == wl::KernelClass::kMemory ? "" : std::string(wl::precision_name(s.precision)).c_str(),
                     s.flops, s.bytes, s.source, s.seconds, wl::predict_seconds(s, gpu, sc.cluster.profile),
                     wl::predict_seconds(s, gpu, cal.profile));
-      f << line;
+      f += line;
     }
+    write_output(opt.samples, f);
   }
   if (!opt.quiet) {
     std::printf("calibration of the %s profile from %zu trace(s): %zu kernel samples, %zu collectives\n", gpu.name.c_str(),
@@ -188,8 +174,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     c["before"] = stats_json(k.before);
     if (!k.note.empty()) c["note"] = k.note;
     j["collectives"] = c;
-    std::ofstream f(opt.json);
-    f << j.dump(2) << "\n";
+    write_output(opt.json, j.dump(2) + "\n");
   }
   return 0;
 }

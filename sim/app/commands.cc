@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -26,14 +27,34 @@
 
 namespace app {
 
+void check_output(const std::string& path, const char* option) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw sim::UserError(std::string(option) + ": cannot write " + path + ": it is a directory");
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream probe(partial, std::ios::binary);
+    if (!probe) throw sim::UserError(std::string(option) + ": cannot write " + path + ": " + std::strerror(errno));
+  }
+  std::filesystem::remove(partial, ec);
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream f(partial, std::ios::binary);
+    if (!f) throw sim::UserError("cannot write " + path + ": " + std::strerror(errno));
+    f << text;
+    if (!f.flush()) throw sim::UserError("error while writing " + path);
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) throw sim::UserError("cannot rename " + partial + " to " + path + ": " + ec.message());
+}
+
 namespace {
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw sim::UserError("cannot write " + path);
-  f << text;
-  if (!f) throw sim::UserError("error while writing " + path);
-}
 
 void append_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::app);
@@ -73,7 +94,11 @@ int cmd_run(const RunOptions& opt) {
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
   if (opt.seed) sc.seed = *opt.seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
-  if (!opt.resolved.empty()) write_file(opt.resolved, sc.doc.resolved_yaml());
+  check_output(opt.json, "--json");  // every output is checked before anything is simulated
+  check_output(opt.resolved, "--resolved");
+  check_output(opt.fingerprint, "--fingerprint");
+  check_output(opt.trace.empty() ? sc.trace : opt.trace, opt.trace.empty() ? "output.trace" : "--trace");
+  if (!opt.resolved.empty()) write_output(opt.resolved, sc.doc.resolved_yaml());
   if (opt.check) {
     if (!opt.quiet)
       std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
@@ -165,7 +190,7 @@ int cmd_run(const RunOptions& opt) {
     run["simulated_time_s"] = sim.now().seconds();
     if (!opt.reproducible) run["wall_time_s"] = wall_s;
     j["run"] = run;
-    write_file(opt.json, j.dump(2) + "\n");
+    write_output(opt.json, j.dump(2) + "\n");
   }
   if (result.aborted()) {
     // A failure the watchdog caught: reported in full above; status 4 tells scripts.
@@ -188,10 +213,7 @@ int cmd_faults(const FaultsOptions& opt) {
                          "'; faults runs a campaign: workload: {kind: campaign, job: {kind: " + std::string(sc.kind->name) +
                          ", ...}, duration: 54d, failures: {profile: llama3-405b}} (see README, Fault tolerance)");
   sc.doc.check_all_used();
-  if (!opt.json.empty()) {
-    std::ofstream probe(opt.json, std::ios::app);
-    if (!probe) throw sim::UserError("--json: cannot write " + opt.json);
-  }
+  check_output(opt.json, "--json");
   sim::Simulation sim(sc.seed);
   wl::JobContext ctx;
   ctx.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -225,7 +247,7 @@ int cmd_faults(const FaultsOptions& opt) {
     j["scenario"] = sc.name;
     j["seed"] = sc.seed;
     result.to_json(j);
-    write_file(opt.json, j.dump(2) + "\n");
+    write_output(opt.json, j.dump(2) + "\n");
   }
   return 0;
 }
@@ -233,7 +255,7 @@ int cmd_faults(const FaultsOptions& opt) {
 int cmd_topology(const TopologyOptions& opt) {
   wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false, opt.max_memory);
   std::printf("%s\n", sc.topology->describe().c_str());
-  if (!opt.dot.empty()) write_file(opt.dot, sc.topology->to_dot());
+  if (!opt.dot.empty()) write_output(opt.dot, sc.topology->to_dot());
   return 0;
 }
 

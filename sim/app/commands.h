@@ -75,6 +75,11 @@ struct CalibrateOptions {
   bool quiet = false;
 };
 
+// Output files: checked writable before anything is simulated (naming the option), and written
+// whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was.
+void check_output(const std::string& path, const char* option);
+void write_output(const std::string& path, const std::string& text);
+
 int cmd_run(const RunOptions& opt);
 int cmd_calibrate(const CalibrateOptions& opt);
 int cmd_replay(const ReplayOptions& opt);

@@ -55,10 +55,8 @@ traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::Hardwa
 }  // namespace
 
 int cmd_replay(const ReplayOptions& opt) {
-  if (!opt.json.empty()) {
-    std::ofstream probe(opt.json, std::ios::app);
-    if (!probe) throw sim::UserError("--json: cannot write " + opt.json);
-  }
+  check_output(opt.json, "--json");
+  check_output(opt.trace, "--trace");
   const bool chakra = traces::is_chakra_path(opt.traces.front());
   for (const auto& f : opt.traces)
     if (traces::is_chakra_path(f) != chakra)
@@ -243,8 +241,7 @@ int cmd_replay(const ReplayOptions& opt) {
                          "before each kernel on its stream stays as measured";
       j["what_if"] = w;
     }
-    std::ofstream f(opt.json);
-    f << j.dump(2) << "\n";
+    write_output(opt.json, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -84,6 +84,8 @@ int cmd_validate(const ValidateOptions& opt) {
   if (opt.rows != "megatron" && opt.rows != "llama3" && opt.rows != "all")
     throw sim::UserError("--rows must be megatron, llama3 or all, got \"" + opt.rows + "\"");
   if (opt.threads < 1) throw sim::UserError("--threads must be >= 1, got " + std::to_string(opt.threads));
+  check_output(opt.json, "--json");  // before the rows are simulated
+  check_output(opt.fingerprint, "--fingerprint");
   std::vector<wl::PublishedRow> rows;
   for (const auto& r : wl::published_rows()) {
     bool megatron = r.source == wl::PublishedSource::kMegatronSc21;
@@ -145,10 +147,7 @@ int cmd_validate(const ValidateOptions& opt) {
   if (!opt.fingerprint.empty()) {
     std::string text;
     for (const auto& r : results) text += wl::row_fingerprint(r) + "\n";
-    std::ofstream f(opt.fingerprint, std::ios::binary);
-    if (!f) throw sim::UserError("cannot write " + opt.fingerprint);
-    f << text;
-    if (!f) throw sim::UserError("error while writing " + opt.fingerprint);
+    write_output(opt.fingerprint, text);
   }
   if (!opt.json.empty()) {
     nlohmann::ordered_json j;
@@ -159,10 +158,7 @@ int cmd_validate(const ValidateOptions& opt) {
     j["within"] = within;
     j["total"] = results.size();
     j["mean_abs_error"] = counted > 0 ? sum_abs / counted : 0.0;
-    std::ofstream f(opt.json, std::ios::binary);
-    if (!f) throw sim::UserError("cannot write " + opt.json);
-    f << j.dump(2) << "\n";
-    if (!f) throw sim::UserError("error while writing " + opt.json);
+    write_output(opt.json, j.dump(2) + "\n");
   }
   if (!failing.empty()) {
     std::fflush(stdout);

@@ -493,6 +493,29 @@ TEST_F(CliErrors, EveryBadScenarioIsOneLineNamingItsKey) {
   EXPECT_GE(n, 20u);
 }
 
+TEST_F(CliErrors, AFailedRunLeavesEarlierOutputsAndBadPathsAreFoundFirst) {
+  // Llama 3 70B with TP 8 alone needs more than 80 GB per GPU: the memory check fails after the
+  // trace file would have been opened. Earlier outputs stay as they were.
+  write_text(file("oom.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8}\nworkload:\n  kind: training\n"
+                               "  model: {preset: llama3-70b}\n  training: {seq_len: 4096, global_batch: 1, micro_batch: 1}\n"
+                               "  parallelism: {tp: 8}\n  schedule: {kind: 1f1b}\n");
+  write_text(file("t.json"), "earlier trace");
+  write_text(file("r.json"), "earlier result");
+  CliResult r = run({"run", "--quiet", "oom.yaml", "--trace", "t.json", "--json", "r.json"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "out of memory")) << r.err;
+  EXPECT_EQ(read_text(file("t.json")), "earlier trace");
+  EXPECT_EQ(read_text(file("r.json")), "earlier result");
+  EXPECT_FALSE(fs::exists(file("t.json.partial")));
+  // An unwritable --json is reported before anything is simulated, naming the option.
+  CliResult j = run({"run", "--quiet", "--json", (dir_ / "no" / "such" / "dir.json").string()});
+  expect_one_error_line(j);
+  EXPECT_TRUE(contains(j.err, "--json: cannot write")) << j.err;
+  CliResult v = run({"validate", "--json", (dir_ / "no" / "v.json").string()});
+  expect_one_error_line(v);
+  EXPECT_LT(v.wall_s, 5.0);  // refused before the rows (minutes) are simulated
+}
+
 TEST_F(CliErrors, SetUnknownKey) {
   auto r = run({"run", "--quiet", "--set", "cluster.no_such_key=3"});
   expect_one_error_line(r);

@@ -364,8 +364,17 @@ TEST(ChromeTraceWriter, EmptyTraceIsValidJson) {
     w.on_finish(Time::zero());
   }
   {
-    ChromeTraceWriter w({.path = dir + "/destroyed.json.gz"});  // destructor finishes
+    ChromeTraceWriter w({.path = dir + "/finished.json.gz"});
+    w.on_finish(Time::zero());
   }
+  {
+    // A writer dropped before its run finished (the run failed) leaves the earlier file as it was
+    // and no partial file behind.
+    std::ofstream(dir + "/destroyed.json") << "earlier";
+    ChromeTraceWriter w({.path = dir + "/destroyed.json"});
+  }
+  EXPECT_EQ(read_file(dir + "/destroyed.json"), "earlier");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/destroyed.json.partial"));
   {
     ChromeTraceWriter w({.path = dir + "/filtered.json", .processes = {42}});
     w.set_metadata("note", "nothing kept");
@@ -374,7 +383,7 @@ TEST(ChromeTraceWriter, EmptyTraceIsValidJson) {
   }
   json a = json::parse(read_file(dir + "/finished.json"));
   EXPECT_EQ(a, json::parse(R"({"displayTimeUnit":"ns","otherData":{},"traceEvents":[]})"));
-  json b = json::parse(read_gz(dir + "/destroyed.json.gz"));
+  json b = json::parse(read_gz(dir + "/finished.json.gz"));
   EXPECT_EQ(b, a);
   json c = json::parse(read_file(dir + "/filtered.json"));
   EXPECT_TRUE(c.at("traceEvents").empty());

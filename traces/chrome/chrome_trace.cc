@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "sim/error.h"
 
@@ -163,11 +165,16 @@ void append_us_from_ns(std::string& out, int64_t ns) {
 // compressed output byte-identical between runs.
 class ChromeTraceWriter::Sink {
  public:
-  Sink(const std::string& path, bool gzip) : path_(path) {
+  // Writes `path`.partial and renames it to `path` on close(): a run that fails (or a writer
+  // dropped before its run finished) leaves an earlier trace at `path` as it was.
+  Sink(const std::string& path, bool gzip) : path_(path), partial_(path + ".partial") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw sim::UserError("chrome trace: cannot write '" + path + "': it is a directory");
     // open(2) ourselves: gzopen does not reliably report why it failed.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-      throw sim::UserError("chrome trace: cannot open '" + path + "' for writing: " + std::strerror(errno));
+      throw sim::UserError("chrome trace: cannot open '" + partial_ + "' for writing: " + std::strerror(errno));
     }
     file_ = gzdopen(fd, gzip ? "wb6" : "wbT");
     if (file_ == nullptr) {
@@ -176,7 +183,10 @@ class ChromeTraceWriter::Sink {
     }
   }
   ~Sink() {
-    if (file_ != nullptr) gzclose(file_);
+    if (file_ != nullptr) {  // never closed: the run did not finish; keep what was at path_
+      gzclose(file_);
+      ::unlink(partial_.c_str());
+    }
   }
 
   void write(std::string_view data) {
@@ -194,9 +204,12 @@ class ChromeTraceWriter::Sink {
     int rc = gzclose(file_);
     file_ = nullptr;
     if (rc != Z_OK) {
+      ::unlink(partial_.c_str());
       throw sim::UserError("chrome trace: cannot close '" + path_ + "': " +
                            (errno != 0 ? std::strerror(errno) : "zlib error " + std::to_string(rc)));
     }
+    if (std::rename(partial_.c_str(), path_.c_str()) != 0)
+      throw sim::UserError("chrome trace: cannot rename '" + partial_ + "' to '" + path_ + "': " + std::strerror(errno));
   }
 
  private:
@@ -207,7 +220,7 @@ class ChromeTraceWriter::Sink {
     throw sim::UserError("chrome trace: cannot " + std::string(what) + " '" + path_ + "': " + why);
   }
 
-  std::string path_;
+  std::string path_, partial_;
   gzFile file_ = nullptr;
 };
 
@@ -224,15 +237,9 @@ ChromeTraceWriter::ChromeTraceWriter(ChromeTraceOptions options) : options_(std:
   buf_.reserve(kFlushBytes + 4096);
 }
 
-ChromeTraceWriter::~ChromeTraceWriter() {
-  if (!finished_) {
-    try {
-      finish(sim::Time::zero());
-    } catch (...) {
-      // Nothing sensible to do in a destructor; on_finish reports the same error.
-    }
-  }
-}
+// A writer destroyed before its run finished (the run failed) writes nothing: its partial file
+// is removed and an earlier trace at the path stays (Sink).
+ChromeTraceWriter::~ChromeTraceWriter() = default;
 
 void ChromeTraceWriter::set_metadata(std::string_view key, std::string_view value) {
   std::string json;

@@ -13,7 +13,8 @@
 // Invariants:
 //  * Events are streamed through a fixed-size buffer; memory does not grow with the trace (the
 //    only per-track state is the last counter value seen before a time window, see below).
-//  * The file is valid JSON once on_finish ran (or the writer was destroyed), even with no events.
+//  * The file appears, valid JSON, when on_finish runs (written as PATH.partial, then renamed), even
+//    with no events; a writer destroyed before that writes nothing and leaves PATH as it was.
 //  * Identical option + record sequences give byte-identical files, gzip included: no wall
 //    clock, no pointers, no unordered iteration.
 //  * Spans on one (process, thread) must nest (viewers drop partial overlaps); that is the
@@ -60,8 +61,7 @@ class ChromeTraceWriter : public sim::Observer {
   // Opens (truncates) the output file. Throws sim::UserError naming the path and the errno text
   // when it cannot be opened, and on a bad display_time_unit or an empty window.
   explicit ChromeTraceWriter(ChromeTraceOptions options);
-  // Finishes the file if on_finish was not called; errors are swallowed here (a destructor must
-  // not throw), so call on_finish to see them.
+  // Without on_finish (the run failed) the partial file is removed: an earlier trace stays.
   ~ChromeTraceWriter() override;
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
   ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;

@@ -60,17 +60,8 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<u
 
 ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& ctx) {
   const std::vector<uint32_t>& trace_ranks = ctx.trace_ranks;
-  // The observers are finished once, when the job is done; when setting up throws, still before
-  // the caller's observers go away, so a trace ends at the time the run stopped.
-  struct FinishOnExit {
-    sim::Simulation& sim;
-    ~FinishOnExit() {
-      try {
-        sim.finish();
-      } catch (...) {
-      }
-    }
-  } finish_on_exit{sim};
+  // The observers are finished once, when the job is done. When setting up or running throws (a
+  // bad input found late), they are not: a trace writer then leaves an earlier file as it was.
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
   if (!trace_ranks.empty()) res.enable_link_counters(trace_ranks);
   sc.job->start(res, ctx);
