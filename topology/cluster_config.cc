@@ -1,5 +1,6 @@
 #include "topology/cluster_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -174,11 +175,30 @@ uint64_t available_memory_bytes() {
 
 Topology build_cluster_checked(const ClusterConfig& cfg, const sim::ConfigNode& cluster, uint64_t max_memory_bytes) {
   const uint64_t gpus = uint64_t{cfg.spec.nodes} * cfg.spec.gpus_per_node;
-  const uint64_t need = gpus * kTopologyBytesPerGpu;
+  // Parallel uplinks of a fat-tree: each switch of tier k-1 has `uplinks` links to its tier-k
+  // parent (battery f12: 2^20 uplinks on 16 GPUs took 4.3 GiB, about 2 KiB per uplink).
+  unsigned __int128 uplinks = 0;
+  if (cfg.spec.scale_out.kind == ScaleOutKind::kFatTree) {
+    const auto& tiers = cfg.spec.scale_out.fat_tree.tiers;
+    uint64_t below = 0;  // switches of the tier below
+    for (size_t k = 0; k < tiers.size(); ++k) {
+      const uint64_t g = std::max<uint32_t>(1, tiers[k].group_size);
+      if (k == 0) {
+        below = (cfg.spec.nodes + g - 1) / g * std::max<uint32_t>(1, cfg.spec.scale_out.fat_tree.rails);
+      } else {
+        uplinks += static_cast<unsigned __int128>(below) * tiers[k].uplinks;
+        below = (below + g - 1) / g;
+      }
+    }
+  }
+  const unsigned __int128 need128 = static_cast<unsigned __int128>(gpus) * kTopologyBytesPerGpu + uplinks * 2048;
+  const uint64_t need = need128 > static_cast<unsigned __int128>(UINT64_MAX / 2) ? UINT64_MAX / 2
+                                                                                   : static_cast<uint64_t>(need128);
   const uint64_t limit = max_memory_bytes > 0 ? max_memory_bytes : available_memory_bytes();
   if (limit > 0 && need > limit)
     cluster.fail("a cluster of " + std::to_string(gpus) + " accelerators needs at least " + sim::format_bytes(
-                     static_cast<double>(need)) + " for its network model alone (1 KiB per accelerator), more than the " +
+                     static_cast<double>(need)) + " for its network model alone (1 KiB per accelerator" +
+                 (uplinks > 0 ? ", 2 KiB per parallel fat-tree uplink" : "") + "), more than the " +
                  sim::format_bytes(static_cast<double>(limit)) +
                  (max_memory_bytes > 0 ? " --max-memory allows" : " of memory available (MemAvailable)"));
   try {

@@ -484,7 +484,7 @@ TEST_F(CliErrors, EveryBadScenarioIsOneLineNamingItsKey) {
     const std::string text = read_text(e.path());
     ASSERT_EQ(text.rfind("# expect: ", 0), 0u) << e.path();
     const std::string expect = text.substr(10, text.find('\n') - 10);
-    CliResult r = run({"run", "-q", "--max-memory", "16GiB", e.path().string()});
+    CliResult r = run({"run", "-q", "--max-memory", "2GiB", e.path().string()});
     SCOPED_TRACE(e.path().filename().string());
     expect_one_error_line(r);
     EXPECT_TRUE(contains(r.err, expect)) << r.err;
