@@ -37,6 +37,8 @@ const std::vector<GpuSpec>& gpu_table() {
       g.sm_count = 80;
       g.scale_up_bandwidth_Bps = 150 * kGiga;
       g.power_W = 300;
+      // NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Volta one node 39 GB/s; NVSwitch gen1: no SHARP.
+      g.ll_max_bandwidth_Bps = 39 * kGiga;
       g.source = "NVIDIA Tesla V100 datasheet (SXM2 32 GB)";
       t.push_back(g);
     }
@@ -60,6 +62,8 @@ const std::vector<GpuSpec>& gpu_table() {
       // ml-engineering matmul table), the gap being what 2021-era training loses around its GEMMs
       // (unfused kernels, launch gaps), which this model does not resolve kernel by kernel.
       g.gemm_efficiency = 0.66;
+      // NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Ampere one node 87.7 GB/s; NVSwitch gen2: no SHARP.
+      g.ll_max_bandwidth_Bps = 87.7 * kGiga;
       g.source = "NVIDIA A100 datasheet; 312 TF BF16 confirmed in PyTorch FSDP paper (arXiv 2304.11277) §5.4";
       t.push_back(g);
     }
@@ -81,6 +85,10 @@ const std::vector<GpuSpec>& gpu_table() {
       // A plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
       // 8k x 8k (Stanford CS336 2025 lecture benchmark). Other entries use it until measured.
       g.gemm_efficiency = 0.80;
+      // Third-generation NVSwitch reduces in the switch (NVLink SHARP; NVIDIA H100 Tensor Core GPU
+      // Architecture whitepaper, 2022); NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Hopper 141 GB/s.
+      g.nvlink_sharp = true;
+      g.ll_max_bandwidth_Bps = 141 * kGiga;
       g.source = "NVIDIA H100 SXM5 spec table (via hpctech.co.jp, glennklockwood.com); Llama 3 arXiv 2407.21783 §3.3.1";
       t.push_back(g);
     }
@@ -98,6 +106,8 @@ const std::vector<GpuSpec>& gpu_table() {
       g.sm_count = 132;                                    // [V2]
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
       g.power_W = 700;                         // [V2]
+      g.nvlink_sharp = true;                  // as H100 (same NVSwitch generation)
+      g.ll_max_bandwidth_Bps = 141 * kGiga;   // NCCL v2.23.4 tuning.cc llMaxBws, Hopper
       g.source = "NVIDIA H200 SXM vendor pages (NVIDIA H200 product page)";
       t.push_back(g);
     }
@@ -116,6 +126,10 @@ const std::vector<GpuSpec>& gpu_table() {
       g.sm_count = 148;                                    // [R] not in the reference table
       g.scale_up_bandwidth_Bps = 900 * kGiga;  // NVLink 5: 1.8 TB/s total = 900 GB/s per direction [R]
       g.power_W = 1000;                        // ~1,000 W [R]
+      // Fifth-generation NVLink switch keeps SHARP (NVIDIA Blackwell architecture technical brief);
+      // NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Blackwell 2 x 141 GB/s.
+      g.nvlink_sharp = true;
+      g.ll_max_bandwidth_Bps = 282 * kGiga;
       g.source = "NVIDIA B200 / HGX B200 vendor page (marked [R])";
       t.push_back(g);
     }

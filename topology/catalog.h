@@ -42,6 +42,12 @@ struct GpuSpec {
   // the default of the hardware profile (topology/hardware_profile.h); each entry says where its
   // value comes from.
   double gemm_efficiency = 0.80;
+  // Communication runtime facts of the part (GPUs; NCCL): whether its NVSwitch generation reduces
+  // in the switch (NVLink SHARP, NCCL's NVLS algorithm), and the bus bandwidth NCCL's LL protocol
+  // reaches on one node (NCCL src/graph/tuning.cc llMaxBws, per architecture); 0 where NCCL's LL
+  // does not apply.
+  bool nvlink_sharp = false;
+  double ll_max_bandwidth_Bps = 0;
   std::string source;  // where the numbers come from
 };
 

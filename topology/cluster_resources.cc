@@ -20,6 +20,11 @@ double efficiency_of(LinkKind kind, const HardwareProfile& o) {
 }
 }  // namespace
 
+double ClusterResources::link_capacity(uint32_t link) const {
+  const Link& l = topo_.links()[link];
+  return l.bandwidth_Bps * efficiency_of(l.kind, opt_);
+}
+
 ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu,
                                    const HardwareProfile& opt)
     : sim_(sim), topo_(topo), gpu_(gpu), opt_(opt) {

@@ -38,6 +38,8 @@ class ClusterResources : public sim::ConstraintWatcher {
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sm_[gpu]; }
   sim::ConstraintId hbm(uint32_t gpu) const { return hbm_[gpu]; }
 
+  // A link's nominal capacity: its bandwidth times its kind's efficiency (bytes/s).
+  double link_capacity(uint32_t link) const;
   // Starts a kernel on `gpu`: `flops` at peak rate `peak_flops` (already scaled by the op class
   // efficiency) and `bytes` of HBM traffic at `hbm_efficiency` of peak bandwidth.
   sim::ActivityId start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes, double hbm_efficiency,

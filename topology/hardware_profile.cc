@@ -1,6 +1,7 @@
 #include "topology/hardware_profile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <string>
 
@@ -43,9 +44,33 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   p.fabric_latency = sim::Time::ns(500);
   p.nic_latency = sim::Time::ns(1000);
   p.torus_latency = sim::Time::ns(1000);
-  // NCCL charges a few microseconds per ring step (tuning.cc per-hop base latencies); route
-  // latencies cover the wire part, so 1 us of software per step.
-  p.step_overhead = sim::Time::ns(1000);
+  // NCCL's protocols, from its own cost model (NVIDIA/nccl v2.23.4-1, src/graph/tuning.cc):
+  // baseLat (per collective, ring) LL 6.6 us, LL128 14 us, Simple 8.4 us; hwLat per ring step
+  // over NVLink LL 0.6 us, LL128 1.9 us, Simple 3.4 us. The route latency of an NVSwitch step
+  // (2 x scale_up_latency = 0.5 us) is added by the runtime, so the software part per step is
+  // hwLat - 0.5 us. LL's bus bandwidth cap is the catalog's (tuning.cc llMaxBws). TPUs move ICI
+  // data with DMA engines: Simple only (no flag protocols).
+  p.nccl_protocols = gpu.kind == AcceleratorKind::kTpu ? "Simple" : "LL,LL128,Simple";
+  p.step_overhead = sim::Time::ns(2900);
+  p.ll_step_overhead = sim::Time::ns(100);
+  p.ll128_step_overhead = sim::Time::ns(1400);
+  p.simple_launch = sim::Time::ns(8400);
+  p.ll_launch = sim::Time::ns(6600);
+  p.ll128_launch = sim::Time::ns(14000);
+  p.ll_max_bandwidth = gpu.ll_max_bandwidth_Bps;
+  // NVLS where the NVSwitch reduces (catalog nvlink_sharp). NCCL v2.23.4's model gives 8 H100s
+  // an NVLS algorithm bandwidth of 16 channels x 20 GB/s x 5/6 = 267 GB/s; an NVLS all-reduce
+  // moves S(n+1)/n per port (collective.h), so 267 GB/s x 9/8 = 300 GB/s of each 450 GB/s port:
+  // 0.667. Its latency: NCCL's model says 25 us (tuning.cc hwLat NVLink NVLS), which leaves
+  // 16-256 MiB NVLS all-reduces 10-35% faster than measured; 56 us (59 us with the one step's
+  // Simple latency and route) is the least-squares fit (relative error) to one published curve,
+  // xxrjun/nccl-tests-cluster's 8x H100 all_reduce_perf with NCCL 2.29.2, 32 MiB-16 GiB (max
+  // error 3.4%); tests check it against other curves (NVIDIA/dgxc-benchmarking's).
+  p.nvls_efficiency = gpu.nvlink_sharp ? 0.667 : 0.0;
+  p.nvls_latency = sim::Time::ns(56000);
+  // Channels: 24 "coll channels" on 8x H100 (NCCL INFO log of an AWS p5.48xlarge, and
+  // NVIDIA/nccl#1197: 12 rings of 30 GB/s, doubled by ncclTopoDupChannels to 24 of 15 GB/s).
+  p.nccl_channels = 24;
   // NCCL's kernels hold about 16 SMs on an 8-NIC DGX (NCCL issue #689); TPUs move ICI data with
   // DMA engines, not with their TensorCores: none held.
   p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : std::min<uint32_t>(16, gpu.sm_count);  // never more than it has
@@ -65,8 +90,54 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
 
 namespace {
 
+// "LL,LL128,Simple": names NCCL_PROTO accepts (case-insensitive), at least one, none twice.
+std::string protocols_problem(const std::string& list) {
+  bool seen[3] = {false, false, false};
+  size_t start = 0;
+  size_t count = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(start, end - start);
+    std::string low;
+    for (char c : name) {
+      if (c != ' ') low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+    const int i = low == "ll" ? 0 : low == "ll128" ? 1 : low == "simple" ? 2 : -1;
+    if (i < 0) return "unknown protocol '" + name + "' (expected a comma-separated list of LL, LL128, Simple)";
+    if (seen[i]) return "protocol '" + name + "' is listed twice";
+    seen[i] = true;
+    ++count;
+    start = end + 1;
+  }
+  if (count == 0) return "name at least one protocol of LL, LL128, Simple";
+  return {};
+}
+
+}  // namespace
+
+bool protocol_enabled(const HardwareProfile& p, std::string_view name) {
+  size_t start = 0;
+  const std::string& list = p.nccl_protocols;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string low;
+    for (char c : list.substr(start, end - start)) {
+      if (c != ' ') low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+    std::string want;
+    for (char c : name) want.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (low == want) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+namespace {
+
 // Reads every profile key of map `m` with `p`'s values as defaults (so they are written into m).
-void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count) {
+void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, bool nvlink_sharp) {
   p.gemm_efficiency = m.get_double_in("gemm_efficiency", 0.01, 1.0, p.gemm_efficiency);
   p.attention_efficiency = m.get_double_in("attention_efficiency", 0.01, 1.0, p.attention_efficiency);
   p.vector_efficiency = m.get_double_in("vector_efficiency", 0.0001, 1.0, p.vector_efficiency);
@@ -86,6 +157,26 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count) 
   p.fabric_latency = latency("fabric_latency", p.fabric_latency);
   p.torus_latency = latency("torus_latency", p.torus_latency);
   p.step_overhead = latency("step_overhead", p.step_overhead);
+  p.ll_step_overhead = latency("ll_step_overhead", p.ll_step_overhead);
+  p.ll128_step_overhead = latency("ll128_step_overhead", p.ll128_step_overhead);
+  p.simple_launch = latency("simple_launch", p.simple_launch);
+  p.ll_launch = latency("ll_launch", p.ll_launch);
+  p.ll128_launch = latency("ll128_launch", p.ll128_launch);
+  p.nvls_latency = latency("nvls_latency", p.nvls_latency);
+  p.nvls_efficiency = m.get_double_in("nvls_efficiency", 0.0, 1.0, p.nvls_efficiency);
+  p.nccl_channels = static_cast<uint32_t>(m.get_int_in("nccl_channels", 1, 64, p.nccl_channels));
+  if (p.nvls_efficiency > 0 && !nvlink_sharp)
+    m.child("nvls_efficiency").fail("this accelerator's switch does not reduce in-network (no NVLink SHARP); use 0");
+  {
+    const double b = m.get_bandwidth("ll_max_bandwidth", p.ll_max_bandwidth);
+    if (b < 0 || b > 1e15) m.child("ll_max_bandwidth").fail("must be between 0 and 1 PB/s");
+    p.ll_max_bandwidth = b;
+  }
+  p.nccl_protocols = m.get_string("nccl_protocols", p.nccl_protocols);
+  if (m.has("nccl_protocols")) {
+    const std::string problem = protocols_problem(p.nccl_protocols);
+    if (!problem.empty()) m.child("nccl_protocols").fail(problem);
+  }
   p.gemm_latency = latency("gemm_latency", p.gemm_latency);
   p.attention_latency = latency("attention_latency", p.attention_latency);
   p.kernel_latency = latency("kernel_latency", p.kernel_latency);
@@ -118,10 +209,10 @@ HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu)
     sim::ConfigDoc file = load();
     sim::ConfigNode root = file.root();
     if (!root.is_map() && !root.is_null()) f->fail("the profile file " + path.string() + " is not a map of profile keys");
-    read_keys(root, p, gpu.sm_count);
+    read_keys(root, p, gpu.sm_count, gpu.nvlink_sharp);
     file.check_all_used();  // an unknown key in the file is named with its own file:line:col
   }
-  read_keys(m, p, gpu.sm_count);
+  read_keys(m, p, gpu.sm_count, gpu.nvlink_sharp);
   return p;
 }
 

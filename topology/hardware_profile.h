@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sim/config.h"
 #include "sim/time.h"
@@ -47,7 +49,21 @@ struct HardwareProfile {
   sim::Time fabric_latency = sim::Time::ns(500);    // per switch-to-switch hop
   sim::Time torus_latency = sim::Time::ns(1000);    // per torus (ICI) link
   // --- communication runtime (NCCL) -----------------------------------------------------------
-  sim::Time step_overhead = sim::Time::ns(1000);  // software latency per algorithm step
+  // NCCL's protocols (workloads/collectives/collective.h): which may run ("LL,LL128,Simple" as
+  // NCCL_PROTO spells them), each one's launch latency per collective and software latency per
+  // algorithm step (on top of the route latency), and LL's bus bandwidth cap; NVLS (in-switch
+  // all-reduce): the fraction of the scale-up port bandwidth it reaches (0: off) and its latency.
+  std::string nccl_protocols = "LL,LL128,Simple";
+  sim::Time step_overhead = sim::Time::ns(2900);  // Simple's software latency per algorithm step
+  sim::Time ll_step_overhead = sim::Time::ns(100);
+  sim::Time ll128_step_overhead = sim::Time::ns(1400);
+  sim::Time simple_launch = sim::Time::ns(8400);
+  sim::Time ll_launch = sim::Time::ns(6600);
+  sim::Time ll128_launch = sim::Time::ns(14000);
+  double ll_max_bandwidth = 0;  // B/s; 0: no cap
+  double nvls_efficiency = 0;
+  sim::Time nvls_latency = sim::Time::ns(56000);
+  uint32_t nccl_channels = 24;  // ring/tree channels; small collectives use fewer (collective.h)
   uint32_t comm_sms = 16;                         // SMs a communication kernel holds (0: no slowdown)
   double comm_hbm_fraction = 0.05;                // share of HBM bandwidth communication takes
   bool watch_links = false;                       // report link loads to the fluid model's watcher
@@ -64,5 +80,8 @@ HardwareProfile default_profile(const GpuSpec& gpu);
 // into the scenario so the resolved scenario shows it. Throws sim::ConfigError naming file, line,
 // column and key for an unknown key, a bad value, or a file that cannot be read.
 HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu);
+
+// Whether nccl_protocols lists `name` ("LL", "LL128", "Simple"; case-insensitive).
+bool protocol_enabled(const HardwareProfile& p, std::string_view name);
 
 }  // namespace topo

@@ -33,6 +33,7 @@ CollectivePlan lower_halving_doubling(const CollectiveRequest& req, const Cluste
 CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape& shape);
 
 namespace {
 
@@ -323,6 +324,16 @@ std::string shape_problem(Algorithm a, const CollectiveRequest& req, const Clust
       TorusGrid grid;
       return torus_grid(req.group, shape, &grid);
     }
+    case Algorithm::kNvls: {
+      if (!shape.nvls) return "nvls needs NVSwitch nodes with NVLink SHARP (H100/H200/B200 class) and a profile with nvls_efficiency > 0";
+      const NodeLayout l = node_layout(req.group, shape);
+      if (l.members.size() != 1) {
+        std::ostringstream os;
+        os << "nvls reduces inside one node's NVSwitch; the group spans " << l.members.size() << " nodes";
+        return os.str();
+      }
+      return {};
+    }
     default:
       return {};
   }
@@ -533,6 +544,20 @@ CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& sh
       }
     }
   }
+  plan.phases.push_back(std::move(ph));
+  return plan;
+}
+
+// NVLS all-reduce on one node (see collective.h): one ring transfer of S(n+1)/n bytes stands for
+// every GPU's S + S/n into and S/n + S out of the switch; one latency step (the switch does the
+// reduction, no rank-to-rank hand-offs).
+CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape&) {
+  CollectivePlan plan;
+  plan.op = req.op;
+  plan.algorithm = Algorithm::kNvls;
+  const double n = static_cast<double>(req.group.size());
+  Phase ph;
+  ph.transfers.push_back(make_transfer(closed_ring_hops(req.group), req.bytes * (n + 1.0) / n, 1));
   plan.phases.push_back(std::move(ph));
   return plan;
 }

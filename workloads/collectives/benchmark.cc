@@ -80,12 +80,6 @@ std::vector<double> bind_sizes(const sim::ConfigNode& test) {
   return sizes;
 }
 
-RuntimeOptions runtime_options(const topo::ClusterResources& res) {
-  RuntimeOptions ro;
-  ro.step_overhead = res.profile().step_overhead;
-  return ro;
-}
-
 }  // namespace
 
 // Drives the tests one collective at a time, like nccl-tests' timing loop.
@@ -93,7 +87,7 @@ class BenchmarkDriver : public CollectiveListener {
  public:
   BenchmarkDriver(topo::ClusterResources& res, const CollectiveBenchConfig& cfg, std::vector<CollectivePlan> plans,
                   std::vector<std::pair<size_t, size_t>> order)
-      : res_(res), cfg_(cfg), plans_(std::move(plans)), order_(std::move(order)), runtime_(res, runtime_options(res)) {
+      : res_(res), cfg_(cfg), plans_(std::move(plans)), order_(std::move(order)), runtime_(res, runtime_options_for(res)) {
     auto& bus = res_.simulation().observers();
     if (bus.active()) {
       comm_cat_ = bus.names().intern("collective");
@@ -146,7 +140,8 @@ class BenchmarkDriver : public CollectiveListener {
       const auto& [t, s] = order_[case_];
       const auto& plan = plans_[case_];
       span_name_ = bus.names().intern(std::string(op_name(plan.op)) + " " + sim::format_bytes(cfg_.tests[t].sizes[s]) +
-                                      " " + std::string(algorithm_name(plan.algorithm)));
+                                      " " + std::string(algorithm_name(plan.algorithm)) + "/" +
+                                      std::string(protocol_name(plan.protocol)));
     }
     start_iteration();
   }
@@ -168,7 +163,8 @@ class BenchmarkDriver : public CollectiveListener {
   uint32_t span_name_ = sim::kNoName, comm_cat_ = sim::kNoName, bytes_key_ = sim::kNoName, iter_key_ = sim::kNoName;
 };
 
-CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const topo::Topology& topo) {
+CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const topo::Topology& topo,
+                                               const ClusterShape& shape) {
   CollectiveBenchConfig cfg;
   cfg.iterations = w.get_int_in("iterations", 1, 1000000, 5);
   cfg.warmup = w.get_int_in("warmup", 0, 1000000, 1);
@@ -189,6 +185,11 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
     } catch (const sim::ConfigError& e) {
       t.child("algorithm").fail(e.what());
     }
+    try {
+      ct.protocol = parse_protocol(t.get_string("protocol", "auto"));
+    } catch (const sim::ConfigError& e) {
+      t.child("protocol").fail(e.what());
+    }
     ct.group = bind_group(t, topo);
     ct.sizes = bind_sizes(t);
     if (ct.op == CollectiveOp::kSendRecv && ct.group.size() != 2)
@@ -198,10 +199,14 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
     CollectiveRequest probe;
     probe.op = ct.op;
     probe.algorithm = ct.algorithm;
+    probe.protocol = ct.protocol;
     probe.group = ct.group;
     probe.bytes = ct.sizes.front();
-    const std::string problem = collective_problem(probe, cluster_shape_of(topo));
-    if (!problem.empty()) t.child(t.has("algorithm") ? "algorithm" : "op").fail(problem);
+    const std::string problem = collective_problem(probe, shape);
+    if (!problem.empty()) {
+      const bool protocol_bad = problem.find("protocol only") != std::string::npos && t.has("protocol");
+      t.child(protocol_bad ? "protocol" : t.has("algorithm") ? "algorithm" : "op").fail(problem);
+    }
     cfg.tests.push_back(std::move(ct));
   }
   return cfg;
@@ -210,14 +215,15 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
 CollectiveBenchmark::CollectiveBenchmark(topo::ClusterResources& res, const CollectiveBenchConfig& cfg)
     : res_(res), cfg_(cfg) {
   const auto& topo = res.topology();
-  const ClusterShape shape = cluster_shape_of(topo);
-  CostHints hints = cost_hints_for(res, runtime_options(res));
+  const ClusterShape shape = cluster_shape_of(res);
+  CostHints hints = cost_hints_for(res, runtime_options_for(res));
   std::vector<CollectivePlan> plans;
   for (size_t t = 0; t < cfg.tests.size(); ++t) {
     for (size_t s = 0; s < cfg.tests[t].sizes.size(); ++s) {
       CollectiveRequest req;
       req.op = cfg.tests[t].op;
       req.algorithm = cfg.tests[t].algorithm;
+      req.protocol = cfg.tests[t].protocol;
       req.group = cfg.tests[t].group;
       req.bytes = cfg.tests[t].sizes[s];
       plans.push_back(lower_collective(req, shape, hints));
@@ -251,6 +257,7 @@ std::vector<CollectiveResult> CollectiveBenchmark::finish(const sim::RunResult& 
     CollectiveResult r;
     r.op = plan.op;
     r.algorithm = plan.algorithm;
+    r.protocol = plan.protocol;
     r.note = plan.note;
     r.ranks = static_cast<uint32_t>(test.group.size());
     r.size_bytes = test.sizes[s];

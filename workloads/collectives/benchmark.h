@@ -6,7 +6,8 @@
 //     warmup: 1              # untimed iterations before them (-w)
 //     tests:
 //       - op: all-reduce     # all-reduce | reduce-scatter | all-gather | broadcast | reduce | all-to-all | send-recv
-//         algorithm: auto    # auto | ring | tree | halving-doubling | hierarchical | torus | direct
+//         algorithm: auto    # auto | ring | tree | halving-doubling | hierarchical | torus | direct | nvls
+//         protocol: auto     # auto | LL | LL128 | Simple (NCCL's; auto picks the fastest estimate)
 //         group: all         # all | node | [0, 8, 16] | {first: 0, count: 16, stride: 1}
 //         sizes: [1MiB, 1GiB]  # or {min: 1KiB, max: 1GiB, factor: 2}
 // Results follow nccl-tests: time per iteration, algbw = size / time, busbw = algbw x bus factor.
@@ -32,6 +33,7 @@ struct CollectiveTest {
   Algorithm algorithm = Algorithm::kAuto;
   std::vector<uint32_t> group;
   std::vector<double> sizes;
+  Protocol protocol = Protocol::kAuto;
 };
 
 struct CollectiveBenchConfig {
@@ -43,6 +45,7 @@ struct CollectiveBenchConfig {
 struct CollectiveResult {
   CollectiveOp op;
   Algorithm algorithm;  // the one used
+  Protocol protocol;    // the one used
   std::string note;     // auto's reasoning, fallbacks
   uint32_t ranks = 0;
   double size_bytes = 0;
@@ -51,8 +54,10 @@ struct CollectiveResult {
   double busbw_GBps = 0;
 };
 
-// Binds the `workload:` section (kind: collectives) against the built topology (group checks).
-CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& workload, const topo::Topology& topo);
+// Binds the `workload:` section (kind: collectives) against the built topology (group checks) and
+// its shape (cluster_shape_of(resources): whether NVLS applies).
+CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& workload, const topo::Topology& topo,
+                                               const ClusterShape& shape);
 
 class BenchmarkDriver;
 

@@ -15,8 +15,55 @@ ClusterShape cluster_shape_of(const topo::Topology& topo) {
   return shape;
 }
 
+ClusterShape cluster_shape_of(const topo::ClusterResources& res) { return cluster_shape_of(res.topology(), res.profile()); }
+
+ClusterShape cluster_shape_of(const topo::Topology& topo, const topo::HardwareProfile& profile) {
+  ClusterShape shape = cluster_shape_of(topo);
+  if (profile.nvls_efficiency <= 0.0 || topo.kind() != topo::TopologyKind::kCluster || topo.gpus_per_node() < 2)
+    return shape;
+  for (const auto& l : topo.links()) {
+    if (l.kind == topo::LinkKind::kScaleUp) {
+      shape.nvls = true;  // the nodes have an NVSwitch
+      break;
+    }
+  }
+  return shape;
+}
+
+RuntimeOptions runtime_options_for(const topo::ClusterResources& res) {
+  const topo::HardwareProfile& p = res.profile();
+  RuntimeOptions ro;
+  ro.step_overhead = p.step_overhead;
+  CommCosts& c = ro.costs;
+  c.ll.enabled = topo::protocol_enabled(p, "LL");
+  c.ll128.enabled = topo::protocol_enabled(p, "LL128");
+  c.simple.enabled = topo::protocol_enabled(p, "Simple");
+  c.ll.launch_s = p.ll_launch.seconds();
+  c.ll128.launch_s = p.ll128_launch.seconds();
+  c.simple.launch_s = p.simple_launch.seconds();
+  c.ll.step_s = p.ll_step_overhead.seconds();
+  c.ll128.step_s = p.ll128_step_overhead.seconds();
+  c.simple.step_s = p.step_overhead.seconds();
+  c.ll.max_busbw_Bps = p.ll_max_bandwidth;
+  // Channel thresholds: threads x bytes per thread, NCCL's defaults (src/include/device.h: LL 512
+  // threads, LL128 640, Simple 512; `threadThresholds 8/8/64 | 64/8/64` in NCCL's INFO log on
+  // 8 GPUs: ring LL 8 x nRanks, LL128 8, Simple 64 bytes per thread).
+  c.ll.channel_bytes = 512.0 * 8.0;
+  c.ll.channel_bytes_per_rank = true;
+  c.ll128.channel_bytes = 640.0 * 8.0;
+  c.simple.channel_bytes = 512.0 * 64.0;
+  c.channels = p.nccl_channels;
+  c.nvls_efficiency = p.nvls_efficiency;
+  c.nvls_launch_s = p.nvls_latency.seconds();
+  ro.scale_up_Bps = res.gpu_spec().scale_up_bandwidth_Bps;
+  return ro;
+}
+
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt) {
   CostHints h;
+  h.costs = opt.costs;
+  h.costs.simple.step_s = opt.step_overhead.seconds();
+  h.scale_up_Bps = opt.scale_up_Bps;
   const auto& topo = res.topology();
   const auto& o = res.profile();
   h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -24,6 +25,7 @@ CollectivePlan lower_halving_doubling(const CollectiveRequest& req, const Cluste
 CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape& shape);
 }  // namespace collective_detail
 
 namespace {
@@ -31,16 +33,26 @@ namespace {
 constexpr std::array<CollectiveOp, 7> kOps = {
     CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather, CollectiveOp::kBroadcast,
     CollectiveOp::kReduce,    CollectiveOp::kAllToAll,      CollectiveOp::kSendRecv};
-constexpr std::array<Algorithm, 7> kAlgorithms = {Algorithm::kAuto,         Algorithm::kRing,
+constexpr std::array<Algorithm, 8> kAlgorithms = {Algorithm::kAuto,         Algorithm::kRing,
                                                   Algorithm::kTree,         Algorithm::kHalvingDoubling,
                                                   Algorithm::kHierarchical, Algorithm::kTorus,
-                                                  Algorithm::kDirect};
+                                                  Algorithm::kDirect,       Algorithm::kNvls};
+constexpr std::array<Protocol, 4> kProtocols = {Protocol::kAuto, Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
 // Which algorithm can lower which op, in kAuto's tie-break order (ring, hierarchical, tree,
 // halving-doubling; torus and direct only where they are the natural or only choice).
-constexpr std::array<Algorithm, 6> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
+constexpr std::array<Algorithm, 7> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
                                                   Algorithm::kTree,  Algorithm::kHalvingDoubling,
-                                                  Algorithm::kTorus, Algorithm::kDirect};
+                                                  Algorithm::kTorus, Algorithm::kDirect,
+                                                  Algorithm::kNvls};
+// Protocols in auto's tie-break order: Simple first, so a free (neutral) cost model keeps it.
+constexpr std::array<Protocol, 3> kProtocolPreference = {Protocol::kSimple, Protocol::kLL128, Protocol::kLL};
+
+// NVLS and direct exchanges run Simple only (NCCL's NVLS kernels and p2p at these sizes).
+bool protocol_applies(Algorithm a, Protocol p) {
+  if (p == Protocol::kAuto || p == Protocol::kSimple) return true;
+  return a != Algorithm::kNvls && a != Algorithm::kDirect;
+}
 
 bool implements(Algorithm a, CollectiveOp op) {
   switch (a) {
@@ -58,6 +70,8 @@ bool implements(Algorithm a, CollectiveOp op) {
     case Algorithm::kDirect:
       return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllGather ||
              op == CollectiveOp::kReduceScatter;
+    case Algorithm::kNvls:
+      return op == CollectiveOp::kAllReduce;
   }
   return false;
 }
@@ -67,6 +81,9 @@ bool implements(Algorithm a, CollectiveOp op) {
 // out: the estimate sees the sender's port but not the incast at each receiver's switch port, and
 // NCCL never picks it. Halving-doubling is an MPI algorithm NCCL does not implement; it stays
 // available by name. Torus is handled before the comparison (it is what a torus is built for).
+//
+// Tree inside one node: NCCL builds its trees between nodes (a chain inside each node), so on a
+// single node its "tree" is a chain that never beats the ring; auto leaves it out there.
 bool auto_candidate(Algorithm a, CollectiveOp op) {
   if (a == Algorithm::kTorus || a == Algorithm::kHalvingDoubling) return false;
   if (a == Algorithm::kDirect) return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv;
@@ -128,9 +145,22 @@ void validate(const CollectiveRequest& req) {
     fail(req, std::string(algorithm_name(req.algorithm)) + " does not implement " + std::string(op_name(req.op)) +
                   " (use " + alternatives + "or auto)");
   }
+  if (!protocol_applies(req.algorithm, req.protocol)) {
+    fail(req, std::string(algorithm_name(req.algorithm)) + " runs the Simple protocol only, not " +
+                  std::string(protocol_name(req.protocol)));
+  }
 }
 
+CollectivePlan build_pattern(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape);
+
 CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape) {
+  CollectivePlan plan = build_pattern(a, req, shape);
+  plan.bytes = req.bytes;
+  plan.ranks = static_cast<uint32_t>(req.group.size());
+  return plan;
+}
+
+CollectivePlan build_pattern(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape) {
   switch (a) {
     case Algorithm::kRing:
       return collective_detail::lower_ring(req, shape);
@@ -144,10 +174,43 @@ CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterSha
       return collective_detail::lower_torus(req, shape);
     case Algorithm::kDirect:
       return collective_detail::lower_direct(req, shape);
+    case Algorithm::kNvls:
+      return collective_detail::lower_nvls(req, shape);
     case Algorithm::kAuto:
       break;
   }
   return {};
+}
+
+bool single_node(const CollectiveRequest& req, const ClusterShape& shape) {
+  if (shape.torus) return false;
+  const uint32_t gpn = std::max<uint32_t>(1, shape.gpus_per_node);
+  for (uint32_t g : req.group) {
+    if (g / gpn != req.group.front() / gpn) return false;
+  }
+  return true;
+}
+
+std::string plan_label(const CollectivePlan& plan) {
+  return std::string(algorithm_name(plan.algorithm)) + "/" + std::string(protocol_name(plan.protocol));
+}
+
+// The fastest enabled protocol for an already lowered plan (the requested one when not auto).
+void pick_protocol(CollectivePlan& plan, Protocol requested, const ClusterShape& shape, const CostHints& hints) {
+  if (requested != Protocol::kAuto) {
+    plan.protocol = requested;
+    return;
+  }
+  double best = -1.0;
+  for (Protocol p : kProtocolPreference) {
+    if (!protocol_applies(plan.algorithm, p) || !hints.costs.of(p).enabled) continue;
+    const Protocol keep = plan.protocol;
+    plan.protocol = p;
+    const double t = estimate_seconds(plan, shape, hints);
+    if (best < 0.0 || t < best * (1.0 - 1e-9)) best = t;
+    else plan.protocol = keep;
+  }
+  if (best < 0.0) plan.protocol = Protocol::kSimple;  // every protocol disabled: Simple always runs
 }
 
 CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
@@ -164,10 +227,15 @@ CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, c
     double seconds;
   };
   std::vector<Candidate> candidates;
+  const bool one_node = single_node(req, shape);
   for (Algorithm a : kPreference) {
     if (!auto_candidate(a, req.op) || !collective_detail::shape_problem(a, req, shape).empty()) continue;
+    if (a == Algorithm::kTree && one_node) continue;
+    if (a == Algorithm::kNvls && hints.costs.nvls_efficiency <= 0.0) continue;
+    if (!protocol_applies(a, req.protocol)) continue;
     CollectivePlan plan = build(a, req, shape);
     if (plan.algorithm != a) continue;  // degraded to another candidate (hierarchical on one node)
+    pick_protocol(plan, req.protocol, shape, hints);
     const double t = estimate_seconds(plan, shape, hints);
     candidates.push_back({std::move(plan), t});
   }
@@ -177,13 +245,11 @@ CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, c
     // Strictly better by more than rounding: ties keep the earlier (preferred) algorithm.
     if (candidates[i].seconds < candidates[best].seconds * (1.0 - 1e-9)) best = i;
   }
-  std::string note = "auto: " + std::string(algorithm_name(candidates[best].plan.algorithm)) + " (est " +
-                     format_seconds(candidates[best].seconds);
+  std::string note = "auto: " + plan_label(candidates[best].plan) + " (est " + format_seconds(candidates[best].seconds);
   std::string others;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i == best) continue;
-    others += (others.empty() ? "" : ", ") + std::string(algorithm_name(candidates[i].plan.algorithm)) + " " +
-              format_seconds(candidates[i].seconds);
+    others += (others.empty() ? "" : ", ") + plan_label(candidates[i].plan) + " " + format_seconds(candidates[i].seconds);
   }
   note += others.empty() ? "; no alternative)" : "; " + others + ")";
   CollectivePlan plan = std::move(candidates[best].plan);
@@ -216,8 +282,37 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::kHierarchical: return "hierarchical";
     case Algorithm::kTorus: return "torus";
     case Algorithm::kDirect: return "direct";
+    case Algorithm::kNvls: return "nvls";
   }
   return "?";
+}
+
+double CommCosts::channel_fraction(Protocol p, double bytes, uint32_t ranks) const {
+  const ProtocolCost& c = of(p);
+  if (channels <= 1 || c.channel_bytes <= 0.0) return 1.0;
+  const double unit = c.channel_bytes * (c.channel_bytes_per_rank ? static_cast<double>(std::max<uint32_t>(1, ranks)) : 1.0);
+  const double nc = std::clamp(std::floor(bytes / unit), 1.0, static_cast<double>(channels));
+  return nc / static_cast<double>(channels);
+}
+
+std::string_view protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::kAuto: return "auto";
+    case Protocol::kLL: return "LL";
+    case Protocol::kLL128: return "LL128";
+    case Protocol::kSimple: return "Simple";
+  }
+  return "?";
+}
+
+Protocol parse_protocol(std::string_view s) {
+  const std::string key = normalise(s);
+  for (Protocol p : kProtocols) {
+    if (normalise(protocol_name(p)) == key) return p;
+  }
+  std::string names;
+  for (Protocol p : kProtocols) names += (names.empty() ? "" : ", ") + std::string(protocol_name(p));
+  throw sim::ConfigError("unknown collective protocol '" + std::string(s) + "' (expected one of: " + names + ")");
 }
 
 CollectiveOp parse_op(std::string_view s) {
@@ -274,13 +369,18 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape
         }
       }
     }
+    plan.protocol = req.protocol == Protocol::kAuto ? Protocol::kSimple : req.protocol;
+    plan.bytes = req.bytes;
+    plan.ranks = 1;
     plan.note = "single rank: nothing to move";
     return plan;
   }
   if (req.algorithm == Algorithm::kAuto) return choose(req, shape, hints);
   const std::string problem = collective_detail::shape_problem(req.algorithm, req, shape);
   if (!problem.empty()) fail(req, problem);
-  return build(req.algorithm, req, shape);
+  CollectivePlan plan = build(req.algorithm, req, shape);
+  pick_protocol(plan, req.protocol, shape, hints);
+  return plan;
 }
 
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape) {
@@ -308,8 +408,17 @@ std::string collective_problem(const CollectiveRequest& req, const ClusterShape&
 // all-to-all rank sending n-1 chunks at once. On a torus every neighbour has its own link, so the
 // shared resource there is the directed (src, dst) link itself. Fabric contention beyond the
 // GPU's own ports (oversubscribed spines, shared NICs) is left to the simulator.
+//
+// Protocols: the launch latency once; per step the protocol's software latency replaces Simple's
+// (hints.intra/inter_step_s hold Simple's); the bytes are divided by the payload fraction; a
+// transfer moves at most max_busbw / (transfers in its phase). NVLS transfers move at most
+// nvls_efficiency x the scale-up port bandwidth.
 double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints) {
   const uint32_t gpn = std::max<uint32_t>(1, shape.gpus_per_node);
+  const ProtocolCost& proto = hints.costs.of(plan.protocol);
+  const double step_delta = plan.protocol == Protocol::kSimple ? 0.0 : proto.step_s - hints.costs.simple.step_s;
+  const double payload = proto.payload > 0.0 ? proto.payload : 1.0;
+  const double channels = hints.costs.channel_fraction(plan.protocol, plan.bytes, plan.ranks);
   auto port = [&](uint32_t gpu, uint32_t other, bool out, bool intra) -> uint64_t {
     if (shape.torus) return out ? (static_cast<uint64_t>(gpu) << 32) | other : (static_cast<uint64_t>(other) << 32) | gpu;
     return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
@@ -329,6 +438,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
     for (const Transfer& t : ph.transfers) {
       double rate = 0.0;
       double step_s = 0.0;
+      double step_sum = 0.0;
       bool first = true;
       for (const auto& [src, dst] : t.hops) {
         const bool intra = src / gpn == dst / gpn;
@@ -336,14 +446,26 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
         if (!shape.torus) share = std::max(share, users[port(dst, src, false, intra)]);
         const double r = (intra ? hints.intra_node_Bps : hints.inter_node_Bps) / static_cast<double>(share);
         rate = first ? r : std::min(rate, r);
-        step_s = std::max(step_s, intra ? hints.intra_step_s : hints.inter_step_s);
+        const double hop_step = (intra ? hints.intra_step_s : hints.inter_step_s) + step_delta;
+        step_s = std::max(step_s, hop_step);
+        step_sum += hop_step;
         first = false;
       }
+      // As the runtime: a tree's steps pay its slowest hop, a ring's the mean of its hops.
+      if (plan.algorithm != Algorithm::kTree && !t.hops.empty()) step_s = step_sum / static_cast<double>(t.hops.size());
+      if (plan.algorithm == Algorithm::kNvls && hints.scale_up_Bps > 0.0) {
+        rate = std::min(rate, hints.costs.nvls_efficiency * hints.scale_up_Bps);
+      } else if (plan.algorithm != Algorithm::kDirect) {
+        rate *= channels;
+      }
+      rate *= payload;  // payload bytes per second
+      if (proto.max_busbw_Bps > 0.0) rate = std::min(rate, proto.max_busbw_Bps / static_cast<double>(ph.transfers.size()));
       const double move_s = t.bytes > 0.0 && rate > 0.0 ? t.bytes / rate : 0.0;
-      phase_s = std::max(phase_s, static_cast<double>(t.latency_steps) * step_s + move_s);
+      phase_s = std::max(phase_s, static_cast<double>(t.latency_steps) * std::max(0.0, step_s) + move_s);
     }
     total += phase_s;
   }
+  if (!plan.phases.empty()) total += plan.algorithm == Algorithm::kNvls ? hints.costs.nvls_launch_s : proto.launch_s;
   return total;
 }
 

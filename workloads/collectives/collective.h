@@ -9,6 +9,22 @@
 // `latency_steps` x (per-step software latency + the largest path latency among its hops): a ring
 // all-reduce pays 2(n-1) steps, a tree 2*depth, a direct exchange 1.
 //
+// Protocols (NCCL's LL, LL128 and Simple; NCCL src/device/prims_*.h, src/graph/tuning.cc) change
+// what a step costs, not the pattern: LL sends each 4-byte word with a 4-byte flag in one 8-byte
+// store (half the wire bytes are payload, tiny per-step latency), LL128 sends 120 payload bytes per
+// 128-byte line, Simple moves plain chunks behind a fence and a flag (all payload, the longest
+// step). A collective pays its protocol's launch latency once, and per latency step the protocol's
+// software step latency plus the route latency; its bytes go on the wire divided by the payload
+// fraction; LL is also capped at a bus bandwidth (its flag polling, not the links, limits it).
+// The runtime applies them from CommCosts (RuntimeOptions), auto's estimate from CostHints.
+//
+// NVLS (NVLink SHARP, Hopper and later NVSwitch systems) reduces inside the switch: for an
+// all-reduce on one node each GPU sends its whole buffer once into the switch (multimem.ld_reduce
+// reads every GPU's copy of a shard and returns the sum) and multicasts its reduced shard once
+// (multimem.st): S + S/n out of and S/n + S into every GPU port, against 2S(n-1)/n for a ring.
+// On a non-blocking switch that is the port load of one ring transfer of S(n+1)/n bytes, which is
+// how it is lowered; its rate is capped at nvls_efficiency x the port bandwidth.
+//
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer of all-reduce/broadcast/reduce, the total
 // (n x per-rank chunk) of all-gather output and reduce-scatter input, and the total a rank sends
 // in all-to-all. algbw = bytes / time; busbw = algbw x bus_factor(op, n) (nccl-tests PERFORMANCE.md).
@@ -23,13 +39,16 @@
 namespace wl {
 
 enum class CollectiveOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
-enum class Algorithm : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect };
+enum class Algorithm : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect, kNvls };
+enum class Protocol : uint8_t { kAuto, kLL, kLL128, kSimple };
 
 std::string_view op_name(CollectiveOp op);          // "all-reduce", ...
 std::string_view algorithm_name(Algorithm a);       // "ring", "tree", "halving-doubling", ...
 // Parse the names above; throw sim::ConfigError listing the accepted names.
 CollectiveOp parse_op(std::string_view s);
 Algorithm parse_algorithm(std::string_view s);
+std::string_view protocol_name(Protocol p);  // "auto", "LL", "LL128", "Simple" (NCCL's spelling)
+Protocol parse_protocol(std::string_view s);  // case-insensitive
 // nccl-tests bus bandwidth factor: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
 // (n-1)/n; broadcast, reduce, send/recv 1.
 double bus_factor(CollectiveOp op, uint32_t n);
@@ -40,6 +59,39 @@ struct ClusterShape {
   uint32_t nics_per_node = 1;  // parallel inter-node channels a node can drive (rails)
   bool torus = false;
   std::vector<uint32_t> torus_dims;  // x, y, z sizes when torus; GPU id = x + X*(y + Y*z)
+  bool nvls = false;  // the nodes' NVSwitch reduces in the switch (NVLink SHARP) and NCCL may use it
+};
+
+// What one protocol costs (see the top of this file). Durations in seconds.
+struct ProtocolCost {
+  bool enabled = true;
+  double launch_s = 0.0;       // once per collective (kernel launch, set-up)
+  double step_s = 0.0;         // software latency per algorithm step, on top of the route latency
+  double payload = 1.0;        // payload fraction of the bytes on the wire
+  double max_busbw_Bps = 0.0;  // cap on the collective's bus bandwidth; 0: none
+  // Channels: NCCL spreads a collective over up to CommCosts::channels channels, but gives a
+  // small one fewer: it drops channels while bytes < channels x threads x threshold (NCCL
+  // src/enqueue.cc; thresholds as `NCCL INFO threadThresholds` prints them). channel_bytes is
+  // threads x threshold, and for LL it is multiplied by the rank count (NCCL scales the ring LL
+  // threshold by nRanks). 0: every channel always.
+  double channel_bytes = 0.0;
+  bool channel_bytes_per_rank = false;
+};
+
+// The communication runtime's costs per protocol and for NVLS. The default is neutral: Simple
+// only, no launch latency, the step latency the caller sets (tests of patterns use it); a
+// cluster's come from its hardware profile (comm_costs_for in cluster_shape.h).
+struct CommCosts {
+  ProtocolCost ll{false, 0.0, 0.0, 0.5, 0.0};
+  ProtocolCost ll128{false, 0.0, 0.0, 120.0 / 128.0, 0.0};
+  ProtocolCost simple{};
+  double nvls_efficiency = 0.0;  // NVLS port rate as a fraction of the scale-up bandwidth; 0: off
+  double nvls_launch_s = 0.0;    // NVLS latency per collective
+  uint32_t channels = 1;         // NCCL's ring/tree channels ("coll channels" in NCCL's INFO log)
+  const ProtocolCost& of(Protocol p) const { return p == Protocol::kLL ? ll : p == Protocol::kLL128 ? ll128 : simple; }
+  // The fraction of the channels a collective of `bytes` (nccl-tests size) on `ranks` ranks runs
+  // with under protocol p: its rate is that fraction of the links' (never below one channel).
+  double channel_fraction(Protocol p, double bytes, uint32_t ranks) const;
 };
 
 struct Transfer {
@@ -55,6 +107,9 @@ struct Phase {
 struct CollectivePlan {
   CollectiveOp op = CollectiveOp::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;  // the one actually used (never kAuto)
+  Protocol protocol = Protocol::kSimple;   // the one actually used (never kAuto)
+  double bytes = 0.0;                      // the request's size (nccl-tests convention)
+  uint32_t ranks = 0;                      // the request's group size
   std::string note;                        // why auto chose it, or empty
   std::vector<Phase> phases;
 };
@@ -65,17 +120,24 @@ struct CollectiveRequest {
   std::vector<uint32_t> group;  // global GPU ids; group[0] is the root of broadcast/reduce
   double bytes = 0.0;
   // send/recv only: group = {src, dst}.
+  Protocol protocol = Protocol::kAuto;
 };
 
 // Link-speed hints for kAuto's alpha-beta estimate (bytes/s and seconds per step).
+// intra/inter_step_s are the route latency of one step plus Simple's step latency; the other
+// protocols swap Simple's step latency for theirs.
 struct CostHints {
   double intra_node_Bps = 450e9;
   double inter_node_Bps = 50e9;
   double intra_step_s = 2e-6;
   double inter_step_s = 6e-6;
+  double scale_up_Bps = 0.0;  // raw scale-up port bandwidth (NVLS's cap is a fraction of it)
+  CommCosts costs;
 };
 
-// Lowers a request. Throws sim::ConfigError for impossible requests (empty group, duplicate GPU,
+// Lowers a request: the algorithm (kAuto: the fastest estimate among those NCCL would consider)
+// and the protocol (kAuto: the fastest enabled one for that algorithm; NVLS and direct exchanges
+// run Simple). Throws sim::ConfigError for impossible requests (empty group, duplicate GPU,
 // an algorithm that does not apply to this op or group shape, e.g. halving-doubling on 12 ranks),
 // naming the op, algorithm and group size.
 CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape& shape,
@@ -85,7 +147,8 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape
 // can be lowered (scenario binding uses it to point at the offending YAML node).
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape);
 
-// Alpha-beta estimate of a plan's time in seconds under the hints (used by kAuto and tests).
+// Alpha-beta estimate of a plan's time in seconds under the hints, with the plan's protocol (used
+// by kAuto and tests).
 double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints);
 
 }  // namespace wl

@@ -50,6 +50,15 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   start_phase(id);
 }
 
+namespace {
+// The first phase with transfers (empty phases are skipped).
+size_t first_phase(const CollectivePlan& plan) {
+  size_t i = 0;
+  while (i < plan.phases.size() && plan.phases[i].transfers.empty()) ++i;
+  return i;
+}
+}  // namespace
+
 void CollectiveRuntime::start_phase(uint32_t inst) {
   auto& sim = res_.simulation();
   Instance& in = instances_[inst];
@@ -68,22 +77,44 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   const Phase& ph = in.plan->phases[in.phase];
   in.outstanding = ph.transfers.size();
   const auto& topo = res_.topology();
+  const Protocol protocol = in.plan->protocol;
+  const ProtocolCost& cost = opt_.costs.of(protocol);
+  const bool nvls = in.plan->algorithm == Algorithm::kNvls;
+  const bool path_latency = in.plan->algorithm == Algorithm::kTree;
+  const sim::Time step = protocol == Protocol::kSimple ? opt_.step_overhead : sim::Time::from_seconds(cost.step_s);
+  sim::Time launch = sim::Time::zero();
+  if (in.phase == first_phase(*in.plan)) {
+    launch = sim::Time::from_seconds(nvls ? opt_.costs.nvls_launch_s : cost.launch_s);
+  }
+  const double payload = cost.payload > 0.0 ? cost.payload : 1.0;
+  // Caps in wire bytes per second per transfer: LL's bus bandwidth; a small collective's share of
+  // the channels (of its slowest link's capacity); NVLS's port rate.
+  double cap = sim::kUnbounded;
+  const double channels = opt_.costs.channel_fraction(protocol, in.plan->bytes, in.plan->ranks);
+  if (cost.max_busbw_Bps > 0.0) cap = cost.max_busbw_Bps / static_cast<double>(ph.transfers.size()) / payload;
+  if (nvls && opt_.scale_up_Bps > 0.0 && opt_.costs.nvls_efficiency > 0.0)
+    cap = std::min(cap, opt_.costs.nvls_efficiency * opt_.scale_up_Bps);
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
     const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
     uint32_t t = alloc_transfer();
     TransferRun& run = transfers_[t];
     run.instance = inst;
-    run.bytes = tr.bytes;
+    run.bytes = tr.bytes / payload;
+    run.max_rate = cap;
+    double slowest = sim::kUnbounded;
     run.uses.clear();
     ++stamp_;
     sim::Time max_latency = sim::Time::zero();
+    sim::Time sum_latency = sim::Time::zero();
     for (auto [hs, hd] : tr.hops) {
       uint32_t src = in.relative ? in.members[hs] : hs;
       uint32_t dst = in.relative ? in.members[hd] : hd;
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       max_latency = std::max(max_latency, route_.latency);
+      sum_latency += route_.latency;
       for (uint32_t l : route_.links) {
+        if (channels < 1.0) slowest = std::min(slowest, res_.link_capacity(l));
         if (link_stamp_[l] != stamp_) {
           link_stamp_[l] = stamp_;
           link_slot_[l] = static_cast<uint32_t>(run.uses.size());
@@ -93,7 +124,13 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
         }
       }
     }
-    sim::Time latency = (opt_.step_overhead + max_latency) * tr.latency_steps;
+    if (channels < 1.0 && !nvls && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
+      run.max_rate = std::min(run.max_rate, channels * slowest);
+    // A ring's chunks cross its hops in turn, so its steps pay the hops' mean route latency; a
+    // tree's steps run down its deepest path, so they pay the largest.
+    const sim::Time hop_latency =
+        path_latency ? max_latency : sim::Time::ns(sum_latency.count_ns() / static_cast<int64_t>(std::max<size_t>(1, tr.hops.size())));
+    sim::Time latency = launch + (step + hop_latency) * tr.latency_steps;
     run.moving = false;
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
@@ -104,7 +141,7 @@ void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
   run.moving = true;
-  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, sim::kUnbounded, this, t);
+  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, run.max_rate, this, t);
 }
 
 void CollectiveRuntime::on_activity_done(sim::ActivityId, uint64_t tag) { finish_transfer(static_cast<uint32_t>(tag)); }

@@ -1,9 +1,10 @@
 // workloads/collectives/runtime.h: runs CollectivePlans on the cluster's resources.
 //
 // A plan's phases run in order. Each transfer of a phase first waits its latency,
-// latency_steps x (step_overhead + the largest route latency among its hops), then becomes one
-// fluid activity of `bytes` work that loads every link of every hop's route (a link crossed by k
-// hops carries weight k). The phase ends when all its transfers end; the collective ends with its
+// latency_steps x (the protocol's step latency + the largest route latency among its hops), plus
+// the protocol's launch latency in the first phase, then becomes one fluid activity of
+// bytes / payload fraction work that loads every link of every hop's route (a link crossed by k
+// hops carries weight k), its rate capped where the protocol (LL) or NVLS caps it. The phase ends when all its transfers end; the collective ends with its
 // last phase and tells its listener. While a collective runs, every member GPU holds its
 // communication SMs (ClusterResources::comm_begin/comm_end).
 // Flow hash (ECMP). Each hop's route gets a flow hash that stands for the 5-tuple an ECMP switch
@@ -47,9 +48,13 @@ class CollectiveListener {
 };
 
 struct RuntimeOptions {
-  // Software latency per algorithm step (kernel launch, protocol handshake), added to the route
-  // latency of the step: the hardware profile's step_overhead (topology/hardware_profile.h).
+  // Software latency per algorithm step of the Simple protocol, added to the route latency of the
+  // step: the hardware profile's step_overhead (topology/hardware_profile.h).
   sim::Time step_overhead = sim::Time::ns(1000);
+  // Launch latencies, the LL/LL128 step latencies, payload fractions, LL's cap and NVLS (the
+  // default is neutral: see CommCosts); costs.simple.step_s is not read (step_overhead is).
+  CommCosts costs;
+  double scale_up_Bps = 0.0;  // raw scale-up port bandwidth, for NVLS's cap
 };
 
 class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
@@ -88,7 +93,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
   struct TransferRun {
     uint32_t instance = 0;
-    double bytes = 0.0;
+    double bytes = 0.0;  // on the wire
+    double max_rate = 0.0;
     std::vector<sim::Use> uses;
     sim::EventId wait{};         // the latency wait, until the bytes start
     sim::ActivityId activity{};  // the bytes moving, once started

@@ -30,12 +30,13 @@ class CollectivesResult : public JobResult {
             "collective benchmark: %lld timed iterations after %lld warm-up (nccl-tests definitions:\n"
             "algbw = size / time, busbw = algbw x bus factor)\n\n",
             static_cast<long long>(cfg_.iterations), static_cast<long long>(cfg_.warmup));
-    appendf(o, "%-15s %-17s %7s %10s %12s %10s %10s\n", "op", "algorithm", "ranks", "size", "time (us)", "algbw GB/s",
-            "busbw GB/s");
+    appendf(o, "%-15s %-17s %-7s %7s %10s %12s %10s %10s\n", "op", "algorithm", "proto", "ranks", "size", "time (us)",
+            "algbw GB/s", "busbw GB/s");
     std::set<std::string> notes;
     for (const auto& r : results_) {
-      appendf(o, "%-15s %-17s %7u %10s %12.2f %10.2f %10.2f\n", std::string(op_name(r.op)).c_str(),
-              std::string(algorithm_name(r.algorithm)).c_str(), r.ranks, sim::format_bytes(r.size_bytes).c_str(),
+      appendf(o, "%-15s %-17s %-7s %7u %10s %12.2f %10.2f %10.2f\n", std::string(op_name(r.op)).c_str(),
+              std::string(algorithm_name(r.algorithm)).c_str(), std::string(protocol_name(r.protocol)).c_str(), r.ranks,
+              sim::format_bytes(r.size_bytes).c_str(),
               r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
       if (!r.note.empty()) notes.insert(r.note);
     }
@@ -49,6 +50,7 @@ class CollectivesResult : public JobResult {
       nlohmann::ordered_json e;
       e["op"] = std::string(op_name(r.op));
       e["algorithm"] = std::string(algorithm_name(r.algorithm));
+      e["protocol"] = std::string(protocol_name(r.protocol));
       e["ranks"] = r.ranks;
       e["size_bytes"] = static_cast<int64_t>(r.size_bytes);
       e["time_s"] = r.time_s;
@@ -66,6 +68,7 @@ class CollectivesResult : public JobResult {
       const auto& r = results_[i];
       if (i) out += ",";
       out += std::string(op_name(r.op)) + "/" + std::string(algorithm_name(r.algorithm)) + "/" +
+             std::string(protocol_name(r.protocol)) + "/" +
              std::to_string(r.ranks) + "/" + std::to_string(static_cast<int64_t>(r.size_bytes)) + ":" +
              std::to_string(to_ns(r.time_s));
     }
@@ -100,7 +103,8 @@ class CollectivesJob : public Job {
 
 std::unique_ptr<Job> bind_collectives_job(const sim::ConfigNode& w, const BindContext& ctx) {
   ctx.refuse_failures("collectives");
-  return std::make_unique<CollectivesJob>(bind_collective_benchmark(w, ctx.topology));
+  return std::make_unique<CollectivesJob>(
+      bind_collective_benchmark(w, ctx.topology, cluster_shape_of(ctx.topology, ctx.cluster.profile)));
 }
 
 }  // namespace wl

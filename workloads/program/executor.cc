@@ -1189,10 +1189,9 @@ double ProgramExecutor::category_seconds(uint32_t rank, uint16_t c) const {
 ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const topo::GpuSpec& gpu,
                        const topo::HardwareProfile& profile, const JobProgram& job, const ExecutorOptions& opt) {
   topo::ClusterResources res(sim, topo, gpu, profile);
-  RuntimeOptions ro;
-  ro.step_overhead = profile.step_overhead;
+  RuntimeOptions ro = runtime_options_for(res);
   CollectiveRuntime runtime(res, ro);
-  ProgramExecutor exec(res, runtime, job, cluster_shape_of(topo), cost_hints_for(res, ro), opt);
+  ProgramExecutor exec(res, runtime, job, cluster_shape_of(res), cost_hints_for(res, ro), opt);
   sim.add_pending_work(&exec);
   exec.start();
   const sim::RunResult run = sim.run();

@@ -87,8 +87,7 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
            std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
            " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
   };
-  RuntimeOptions ro;
-  ro.step_overhead = res.profile().step_overhead;
+  RuntimeOptions ro = runtime_options_for(res);
   runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
   // Compute kernels are costed by the executor from the cluster's profile at the job's precision.
   coster_ = std::make_unique<ProfileKernelCoster>(res.profile(), job_.non_gemm_peak_flops(), job_.gpu.hbm_bandwidth_Bps,
@@ -97,7 +96,7 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   eo.trace_ranks = trace_ranks;
   eo.coster = coster_.get();
   eo.watchdog = options_.watchdog;
-  exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
+  exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(res), cost_hints_for(res, ro), eo);
   res.simulation().add_pending_work(exec_.get());
 }
 
