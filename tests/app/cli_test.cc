@@ -712,11 +712,12 @@ TEST_F(CliTrace, StructureAndUnits) {
   ASSERT_FALSE(spans.empty());
 
   // The scenario's first case: ring all-reduce of 1 MiB on the 8 GPUs of node 0,
-  // 1 warm-up and 5 timed iterations. Worked out by hand: a ring of n = 8 runs 2(n-1) = 14 steps,
-  // each paying 1 us of step overhead plus two 0.25 us NVSwitch hops; it moves 2(n-1)/n x 1 MiB =
-  // 1,835,008 bytes per GPU over 450 GB/s x 0.82 (default scale-up efficiency) = 369 GB/s:
-  //   14 x 1.5 us + 1,835,008 B / 369e9 B/s = 21 us + 4.97295 us = 25.97295 us per iteration.
-  const double hand_us = 14 * 1.5 + 1835008.0 / 369e9 * 1e6;
+  // 1 warm-up and 5 timed iterations. Worked out by hand: at 1 MiB the ring runs NCCL's LL
+  // protocol (launch 6.6 us; 2(n-1) = 14 steps of 0.1 us plus two 0.25 us NVSwitch hops); it moves
+  // 2(n-1)/n x 1 MiB = 1,835,008 payload bytes per GPU at LL's cap, 141 GB/s (below LL's half of
+  // 450 GB/s x 0.82 = 184.5 GB/s):
+  //   6.6 + 14 x 0.6 us + 1,835,008 B / 141e9 B/s = 15 us + 13.01424 us = 28.01424 us.
+  const double hand_us = 6.6 + 14 * 0.6 + 1835008.0 / 141e9 * 1e6;
   const auto& first = res["collectives"][0];
   ASSERT_EQ(first["op"], "all-reduce");
   ASSERT_EQ(first["ranks"], 8);
@@ -729,7 +730,7 @@ TEST_F(CliTrace, StructureAndUnits) {
   // The 16-GPU case after it has spans of the same name, so take rank 0's first six in time order.
   std::vector<json> mine;
   for (const auto& e : spans)
-    if (e["pid"] == 0 && e["name"] == "all-reduce 1 MiB ring") mine.push_back(e);
+    if (e["pid"] == 0 && e["name"] == "all-reduce 1 MiB ring/LL") mine.push_back(e);
   std::stable_sort(mine.begin(), mine.end(),
                    [](const json& a, const json& b) { return a["ts"].get<double>() < b["ts"].get<double>(); });
   ASSERT_GE(mine.size(), 6u) << "1 warm-up and 5 timed iterations";

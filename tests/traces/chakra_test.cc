@@ -49,9 +49,11 @@ TEST(Chakra, ReadsAstraSimsAllReduceMicrobenchmark) {
 
 TEST(Chakra, TheMicrobenchmarkRunsInTheRingClosedFormOnADgxH100) {
   // One DGX H100 (8 GPUs, NVSwitch, 450 GB/s per direction at the default 0.82 efficiency =
-  // 369 GB/s; 1 us of step overhead and two 0.25 us hops per step). A ring all-reduce of S bytes on
-  // n = 8: 2(n-1) = 14 steps of 1.5 us, and 2(n-1)/n x S = 1,835,008 bytes through each GPU's link:
-  // 21 us + 1,835,008 / 369e9 s = 25.97295 us.
+  // 369 GB/s; two 0.25 us hops per step). A ring all-reduce of S = 1 MiB on n = 8 runs NCCL's LL
+  // protocol (the fastest of the three here): its launch 6.6 us, 2(n-1) = 14 steps of 0.1 us
+  // (LL's software part) + 0.5 us, and 2(n-1)/n x S = 1,835,008 payload bytes through each GPU's
+  // link at LL's cap of 141 GB/s (NCCL tuning.cc llMaxBws, Hopper; below LL's 369/2 GB/s of
+  // payload): 6.6 + 8.4 + 13.01424 = 28.01424 us.
   wl::JobProgram jp = chakra_program(micro());
   jp.comms[0].algorithm = wl::Algorithm::kRing;
   sim::Simulation sim(1);
@@ -61,7 +63,7 @@ TEST(Chakra, TheMicrobenchmarkRunsInTheRingClosedFormOnADgxH100) {
   const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
   const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), jp);
   ASSERT_TRUE(run.finished) << run.problem;
-  EXPECT_NEAR(run.end.seconds() * 1e6, 21 + 1835008.0 / 369e9 * 1e6, 0.002);
+  EXPECT_NEAR(run.end.seconds() * 1e6, 15 + 1835008.0 / 141e9 * 1e6, 0.002);
 }
 
 TEST(Chakra, BadFilesAreOneClearLine) {

@@ -519,11 +519,13 @@ TEST(CollectiveEstimate, HierarchicalWorkedByHandOnTwoNodes) {
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kHierarchical, iota_group(16), kGiB),
                                   s, h);
   EXPECT_NEAR(estimate_seconds(p, s, h), 6.9000172089e-3, 1e-12);
-  // The 8-channel ring on the same machine: 2(n-1) = 30 inter steps, each ring carries
-  // 2*15/16 * 1 GiB / 8 = 251658240 bytes through one NIC: 1.8e-4 + 5.0331648e-3 = 5.2131648e-3 s
-  // (each GPU's NVLink port carries the 7 other rings: 450/7 = 64 GB/s > 50 GB/s, not the limit).
+  // The 8-channel ring on the same machine: 2(n-1) = 30 steps, each at the mean step latency of
+  // the ring's 16 hops (14 inside a node at 2 us, 2 across at 6 us: 2.5 us), 75 us; each ring
+  // carries 2*15/16 * 1 GiB / 8 = 251658240 bytes through one NIC: 7.5e-5 + 5.0331648e-3
+  // = 5.1081648e-3 s (each GPU's NVLink port carries the 7 other rings: 450/7 = 64 GB/s > 50 GB/s,
+  // not the limit).
   const auto r = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kRing, iota_group(16), kGiB), s, h);
-  EXPECT_NEAR(estimate_seconds(r, s, h), 5.2131648e-3, 1e-12);
+  EXPECT_NEAR(estimate_seconds(r, s, h), 5.1081648e-3, 1e-12);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -651,23 +653,25 @@ TEST(CollectiveLowering, SingleRankMovesNothing) {
 TEST(CollectiveAuto, TinyAllReduceOn48NodesPicksTree) {
   // 48 nodes x 8 GPUs (384 ranks: not a power of two, so no halving-doubling), 8 NICs, default
   // hints (intra 450 GB/s, 2 us; inter 50 GB/s, 6 us), S = 1 KiB: latency decides.
-  //  ring: 2*383 = 766 steps at the inter-node 6 us = 4.596 ms (+ 5 ns of bytes).
+  //  ring: 2*383 = 766 steps at the mean of its hops' step latencies (336 inside nodes at 2 us,
+  //        48 across at 6 us: 960 us / 384 = 2.5 us) = 1.915 ms (+ 5 ns of bytes).
   //  hierarchical: 2 * 7 * 2 us + 2*47 * 6 us = 28 us + 564 us = 0.592 ms.
-  //  tree: depth ceil(log2 48) = 6 between nodes + 7 along the chain = 13; 26 * 6 us = 156 us
-  //        (+ 512 B at 50/3 GB/s = 31 ns).
-  // Same as NCCL's tuning model: ring latency linear in nodes, tree logarithmic.
+  //  tree: depth ceil(log2 48) = 6 between nodes + 7 along the chain = 13; its steps run down
+  //        its deepest path, so each pays the slowest hop: 26 * 6 us = 156 us (+ 512 B at 50/3
+  //        GB/s = 31 ns).
+  // Same as NCCL's tuning model: ring latency linear in ranks, tree logarithmic in nodes.
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(384), 1024.0),
                                   nodes_of(8, 8));
   EXPECT_EQ(p.algorithm, Algorithm::kTree) << p.note;
-  EXPECT_EQ(p.note.rfind("auto: tree (est 156 us; ", 0), 0u) << p.note;
-  EXPECT_NE(p.note.find("ring 4.6 ms"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("hierarchical 592 us"), std::string::npos) << p.note;
+  EXPECT_EQ(p.note.rfind("auto: tree/Simple (est 156 us; ", 0), 0u) << p.note;
+  EXPECT_NE(p.note.find("ring/Simple 1.92 ms"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("hierarchical/Simple 592 us"), std::string::npos) << p.note;
 }
 
 TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
   // Same machine, S = 1 GiB = 1073741824: bandwidth decides.
   //  ring: 8 channels, each 2*383/384 * S/8 = 267736405.33 bytes through one NIC:
-  //        4.596e-3 + 5.3547281e-3 = 9.9507281e-3 s.
+  //        1.915e-3 (766 steps at 2.5 us, as above) + 5.3547281e-3 = 7.2697281e-3 s.
   //  hierarchical: 2 * (14 us + 7/8 S / 450e9 = 2.0878313e-3) = 4.2036626e-3;
   //        rails 94 * 6 us + 2*47/48 * S/8 / 50e9 = 5.64e-4 + 5.2568610e-3 = 5.8208610e-3;
   //        total 10.0245236e-3 s.
@@ -677,9 +681,9 @@ TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(384), kGiB),
                                   nodes_of(8, 8), h);
   EXPECT_EQ(p.algorithm, Algorithm::kRing) << p.note;
-  EXPECT_NEAR(estimate_seconds(p, nodes_of(8, 8), h), 9.9507281e-3, 1e-9);
-  EXPECT_NE(p.note.find("hierarchical 10 ms"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("tree 32.4 ms"), std::string::npos) << p.note;
+  EXPECT_NEAR(estimate_seconds(p, nodes_of(8, 8), h), 7.2697281e-3, 1e-9);
+  EXPECT_NE(p.note.find("hierarchical/Simple 10 ms"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("tree/Simple 32.4 ms"), std::string::npos) << p.note;
 }
 
 TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {
@@ -687,14 +691,16 @@ TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {
   // alpha-beta race here (84 us at 1 KiB, 9.54 ms at 1 GiB), but auto only weighs NCCL's own
   // algorithms. Among those:
   // 1 KiB: tree 2 * (6 + 7) * 6 us = 156 us, ahead of hierarchical and the ring's 1022 * 6 us.
-  // 1 GiB: hierarchical 2 * 2.1018 + 0.756 + 1.96875 * S/8 / 50e9 = 10.2445 ms, ahead of the ring
-  //        (11.490 ms) and the tree (one NIC shared three ways, ~32 ms).
+  // 1 GiB: ring 1022 steps at 2.5 us (448 hops inside nodes at 2 us, 64 across at 6 us) = 2.555
+  //        ms + 2*511/512 * S/8 / 50e9 = 5.3582 ms: 7.913 ms, ahead of hierarchical
+  //        (2 * 2.1018 + 0.756 + 1.96875 * S/8 / 50e9 = 10.2445 ms) and the tree (one NIC shared
+  //        three ways, ~32 ms).
   const auto small = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(512), 1024.0),
                                       nodes_of(8, 8));
   EXPECT_EQ(small.algorithm, Algorithm::kTree) << small.note;
   const auto big = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(512), kGiB),
                                     nodes_of(8, 8));
-  EXPECT_EQ(big.algorithm, Algorithm::kHierarchical) << big.note;
+  EXPECT_EQ(big.algorithm, Algorithm::kRing) << big.note;
   EXPECT_EQ(big.note.find("halving-doubling"), std::string::npos) << big.note;
   // Still available by name.
   const auto hd = lower_collective(

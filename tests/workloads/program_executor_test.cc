@@ -381,11 +381,11 @@ TEST(ProgramExecutor, CollectiveBenchmarkTimesEqualAHandWrittenProgram) {
   SpanEnds ends(0);
   sim.observers().attach(&ends);
   topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), topo::HardwareProfile{});
-  RuntimeOptions ro;
+  RuntimeOptions ro = runtime_options_for(res);  // the profile's protocols, as the benchmark's
   CollectiveRuntime runtime(res, ro);
   ExecutorOptions eo;
   eo.trace_ranks = {0};
-  ProgramExecutor exec(res, runtime, jp, cluster_shape_of(topo), cost_hints_for(res, ro), eo);
+  ProgramExecutor exec(res, runtime, jp, cluster_shape_of(res), cost_hints_for(res, ro), eo);
   exec.start();
   sim.run();
   ASSERT_TRUE(exec.finished()) << exec.error();

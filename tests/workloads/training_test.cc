@@ -50,7 +50,9 @@ TrainingJob pipeline_job(PipelineSchedule sched, int64_t p, int64_t m, int64_t v
   j.schedule = sched;
   j.virtual_stages = v;
   j.optimizer_bytes_per_param = 0;       // no optimizer time: the step is pipeline work only
-  j.profile.step_overhead = sim::Time::zero();  // free communication (with the network below)
+  // Free communication (with the network below): no protocol latency either.
+  j.profile.step_overhead = j.profile.ll_step_overhead = j.profile.ll128_step_overhead = sim::Time::zero();
+  j.profile.simple_launch = j.profile.ll_launch = j.profile.ll128_launch = j.profile.nvls_latency = sim::Time::zero();
   return j;
 }
 

@@ -294,9 +294,16 @@ void calibrate_collectives(const std::vector<CollectiveSample>& samples, const t
     for (size_t i = 0; i < uniq.size(); ++i) e.push_back(std::abs(sim_s[i] / uniq[i].seconds - 1));
     return error_stats(e);
   };
-  const topo::HardwareProfile p0 = c.profile;
+  // The fit moves Simple's step latency (the profile's step_overhead) and the link efficiency,
+  // so its simulations run Simple only: with auto's protocol choice the model would switch
+  // protocols as the parameters move and stop being linear in them. LL and LL128 keep the
+  // profile's latencies. NVLS is off in the fit too (its rate is its own key, nvls_efficiency,
+  // not the link efficiency). `before` and `after` use the profile's own protocols and NVLS.
+  f.before = rel_errors(simulate_collectives(uniq, topo, gpu, c.profile));
+  topo::HardwareProfile p0 = c.profile;
+  p0.nccl_protocols = "Simple";
+  p0.nvls_efficiency = 0.0;
   const std::vector<double> t0 = simulate_collectives(uniq, topo, gpu, p0);
-  f.before = rel_errors(t0);
   // Sensitivities: +1 us of step overhead, and half the efficiency (twice 1 / efficiency).
   const double d_overhead = 1e-6;
   topo::HardwareProfile p1 = p0, p2 = p0;
