@@ -728,5 +728,77 @@ TEST(CollectiveAuto, TiesPreferRingAndTorusWinsOnATorus) {
   EXPECT_NE(a.note.find("no alternative"), std::string::npos) << a.note;
 }
 
+// ---------------------------------------------------------------------------------------------
+// NVLS and protocols
+
+TEST(CollectiveNvls, OneNodeIsOneInSwitchTransferOfSTimesNPlusOneOverN) {
+  // Each GPU sends S + S/n into the switch and receives S/n + S (collective.h): one ring transfer
+  // of S(n+1)/n, one step. S = 800, n = 8: 900 bytes.
+  ClusterShape s = nodes_of(8, 8);
+  s.nvls = true;
+  const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(8), 800.0), s);
+  ASSERT_EQ(p.phases.size(), 1u);
+  ASSERT_EQ(p.phases[0].transfers.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.phases[0].transfers[0].bytes, 900.0);
+  EXPECT_TRUE(p.phases[0].transfers[0].in_switch);
+  EXPECT_EQ(p.phases[0].transfers[0].latency_steps, 1u);
+  EXPECT_EQ(p.protocol, Protocol::kSimple);
+  // Without NVLink SHARP (A100-class switch) or across nodes it is an error naming why.
+  EXPECT_NE(collective_problem(request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(8), 8.0), nodes_of(8, 8))
+                .find("NVLink SHARP"),
+            std::string::npos);
+  EXPECT_NE(collective_problem(request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(16), 8.0), s).find("2 nodes"),
+            std::string::npos);
+  CollectiveRequest ll = request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(8), 8.0);
+  ll.protocol = Protocol::kLL;
+  EXPECT_NE(collective_problem(ll, s).find("Simple protocol only"), std::string::npos);
+}
+
+TEST(CollectiveNvls, NvlsTreeOnTwoNodesPipelinesSwitchAndRailTrees) {
+  // 2 nodes x 8, S = 1600: per node one in-switch transfer of S x 9/8 = 1800; per rail (8) the
+  // double binary tree over 2 nodes (depth 1): two transfers of S/8/2 = 100 bytes over the edge
+  // both ways, 2 steps. All 2 + 16 transfers in one phase.
+  ClusterShape s = nodes_of(8, 8);
+  s.nvls = true;
+  const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvlsTree, iota_group(16), 1600.0), s);
+  ASSERT_EQ(p.phases.size(), 1u);
+  ASSERT_EQ(p.phases[0].transfers.size(), 18u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_DOUBLE_EQ(p.phases[0].transfers[i].bytes, 1800.0);
+    EXPECT_TRUE(p.phases[0].transfers[i].in_switch);
+  }
+  for (size_t i = 2; i < 18; ++i) {
+    const auto& t = p.phases[0].transfers[i];
+    EXPECT_DOUBLE_EQ(t.bytes, 100.0);
+    EXPECT_FALSE(t.in_switch);
+    EXPECT_EQ(t.latency_steps, 2u);
+    ASSERT_EQ(t.hops.size(), 2u);
+    EXPECT_EQ(t.hops[0].first % 8, t.hops[0].second % 8) << "a rail tree stays on its rail";
+  }
+}
+
+TEST(CollectiveProtocols, AutoPicksTheFastestEstimateAndLLIsCapped) {
+  // 8 ranks on a switch, 100 GB/s links; a step costs 1 us with Simple and 0.2 us with LL (LL's
+  // step latency replaces Simple's), no launch latency; LL carries half payload and is capped at
+  // 20 GB/s of bus bandwidth. A ring all-reduce of S: 14 steps, 1.75 S through each link.
+  //  S = 1 KiB: Simple 14 x 1 us + 1792 B / 100 GB/s = 14.018 us; LL 14 x 0.2 us + 1792 B /
+  //  min(50, 20) GB/s = 2.8896 us: LL.
+  //  S = 64 MiB: Simple 14 us + 117440512 / 100e9 = 1.1884 ms; LL 2.8 us + 117440512 / 50e9 =
+  //  2.3516 ms, and with a 20 GB/s cap 5.87 ms: Simple.
+  CostHints h = hints_a_b(1e-6, 100e9);
+  h.costs.simple.step_s = 1e-6;
+  h.costs.ll.enabled = true;
+  h.costs.ll.step_s = 0.2e-6;
+  h.costs.ll.max_busbw_Bps = 20e9;
+  const auto small = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kRing, iota_group(8), 1024.0),
+                                      switch_like(), h);
+  EXPECT_EQ(small.protocol, Protocol::kLL);
+  EXPECT_NEAR(estimate_seconds(small, switch_like(), h), 2.8e-6 + 1792.0 / 20e9, 1e-12);  // the cap binds: 20 < 50
+  const auto big = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kRing, iota_group(8), 64.0 * (1 << 20)),
+                                    switch_like(), h);
+  EXPECT_EQ(big.protocol, Protocol::kSimple);
+  EXPECT_NEAR(estimate_seconds(big, switch_like(), h), 14e-6 + 117440512.0 / 100e9, 1e-12);
+}
+
 }  // namespace
 }  // namespace wl

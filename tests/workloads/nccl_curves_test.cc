@@ -67,9 +67,23 @@ topo::Topology dgx_h100() {
   return topo::build_scale_up(8, su);
 }
 
-// Simulated time per size (seconds), one H100 node with the default profile.
-std::vector<double> simulate(CollectiveOp op, Algorithm a, const std::vector<Row>& rows) {
-  const topo::Topology topo = dgx_h100();
+// Two DGX H100 nodes, one 400 Gb/s NIC per GPU on a rail-optimized leaf/spine (non-blocking).
+topo::Topology two_dgx_h100() {
+  topo::ClusterSpec c;
+  c.nodes = 2;
+  c.gpus_per_node = 8;
+  c.scale_up.kind = topo::ScaleUpKind::kNvSwitch;
+  c.scale_up.bandwidth_Bps = topo::find_gpu("h100-sxm").scale_up_bandwidth_Bps;
+  c.scale_out.kind = topo::ScaleOutKind::kFatTree;
+  c.scale_out.fat_tree.nic_bandwidth_Bps = 50e9;
+  c.scale_out.fat_tree.rails = 8;
+  c.scale_out.fat_tree.tiers = {topo::FatTreeTier{"leaf", 2, 1.0, 1}, topo::FatTreeTier{"spine", 1, 1.0, 1}};
+  return topo::build_cluster(c);
+}
+
+// Simulated time per size (seconds), on `topo` (one H100 node by default) with the default profile.
+std::vector<double> simulate(CollectiveOp op, Algorithm a, const std::vector<Row>& rows,
+                             const topo::Topology& topo = dgx_h100()) {
   const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
   CollectiveBenchConfig cfg;
   cfg.iterations = 1;
@@ -77,7 +91,7 @@ std::vector<double> simulate(CollectiveOp op, Algorithm a, const std::vector<Row
   CollectiveTest t;
   t.op = op;
   t.algorithm = a;
-  for (uint32_t g = 0; g < 8; ++g) t.group.push_back(g);
+  for (uint32_t g = 0; g < topo.num_gpus(); ++g) t.group.push_back(g);
   for (const Row& r : rows) t.sizes.push_back(r.bytes);
   cfg.tests.push_back(t);
   sim::Simulation sim(1);
@@ -89,11 +103,12 @@ std::vector<double> simulate(CollectiveOp op, Algorithm a, const std::vector<Row
 
 // busbw error = measured time / simulated time - 1 (busbw is size x factor / time). Checks the
 // bound per row from `from_bytes` up, prints the largest error per band.
-void check(const std::string& file, CollectiveOp op, Algorithm a, double from_bytes) {
+void check(const std::string& file, CollectiveOp op, Algorithm a, double from_bytes,
+           const topo::Topology& topo = dgx_h100()) {
   SCOPED_TRACE(file);
   const std::vector<Row> rows = load(file);
   ASSERT_FALSE(rows.empty());
-  const std::vector<double> t = simulate(op, a, rows);
+  const std::vector<double> t = simulate(op, a, rows, topo);
   ASSERT_EQ(t.size(), rows.size());
   double worst_small = 0, worst_large = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -125,6 +140,15 @@ TEST(NcclCurves, OneH100NodeAllGatherAndReduceScatterMatch) {
   check("h100-1node-reducescatter-ring-together.tsv", CollectiveOp::kReduceScatter, Algorithm::kAuto, 8 << 20);
   check("h100-1node-allgather-mpi-xxrjun.tsv", CollectiveOp::kAllGather, Algorithm::kAuto, 0);
   check("h100-1node-reducescatter-mpi-xxrjun.tsv", CollectiveOp::kReduceScatter, Algorithm::kAuto, 0);
+}
+
+// Two nodes (dstack's Nebius example, NCCL's default choice, NVLS-tree on 2 nodes by NVIDIA's
+// account in nccl-tests#309/#319): the model runs nvls-tree. Within 15% from 1 GiB up; from 64 to
+// 512 MiB it is 15-52% too fast (the measured curve reaches 2-node bandwidth later than the
+// one-node NVLS curve does; not modelled yet), so those rows are not asserted.
+TEST(NcclCurves, TwoH100NodesAllReduceDefaultFromOneGiB) {
+  check("h100-2node-allreduce-default-nebius-dstack.tsv", CollectiveOp::kAllReduce, Algorithm::kAuto, 1 << 30,
+        two_dgx_h100());
 }
 
 // NVLS's gain follows the GPU count as the in-switch model says: per-port traffic S(n+1)/n against

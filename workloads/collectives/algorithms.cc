@@ -34,6 +34,7 @@ CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterSha
 CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_nvls_tree(const CollectiveRequest& req, const ClusterShape& shape);
 
 namespace {
 
@@ -334,6 +335,14 @@ std::string shape_problem(Algorithm a, const CollectiveRequest& req, const Clust
       }
       return {};
     }
+    case Algorithm::kNvlsTree: {
+      if (!shape.nvls) return "nvls-tree needs NVSwitch nodes with NVLink SHARP (H100/H200/B200 class) and a profile with nvls_efficiency > 0";
+      const NodeLayout l = node_layout(req.group, shape);
+      if (l.members.size() < 2) return "nvls-tree spans nodes; the group is on one node (use nvls)";
+      if (!l.uniform) return "nvls-tree needs the same number of group GPUs on every node; " + describe_non_uniform(l);
+      if (l.per_node < 2) return "nvls-tree needs at least 2 group GPUs per node (one per node: use tree or ring)";
+      return {};
+    }
     default:
       return {};
   }
@@ -558,6 +567,42 @@ CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape&) {
   const double n = static_cast<double>(req.group.size());
   Phase ph;
   ph.transfers.push_back(make_transfer(closed_ring_hops(req.group), req.bytes * (n + 1.0) / n, 1));
+  ph.transfers.back().in_switch = true;
+  plan.phases.push_back(std::move(ph));
+  return plan;
+}
+
+// NVLS-tree all-reduce over N nodes of G GPUs (see collective.h), one pipelined phase:
+//  - per node, the in-switch reduce-scatter and all-gather of S: one ring transfer of S(G+1)/G
+//    over the node's GPUs, one step;
+//  - per rail i (the i-th GPU of every node), the all-reduce of its S/G shard across nodes on
+//    NCCL's double binary tree: two transfers of S/(2G) over every tree edge both ways,
+//    2 x depth steps.
+CollectivePlan lower_nvls_tree(const CollectiveRequest& req, const ClusterShape& shape) {
+  CollectivePlan plan;
+  plan.op = req.op;
+  plan.algorithm = Algorithm::kNvlsTree;
+  const NodeLayout l = node_layout(req.group, shape);
+  const double g = l.per_node;
+  Phase ph;
+  for (const auto& m : l.members) {
+    ph.transfers.push_back(make_transfer(closed_ring_hops(m), req.bytes * (g + 1.0) / g, 1));
+    ph.transfers.back().in_switch = true;
+  }
+  std::string unused;
+  for (uint32_t i = 0; i < l.per_node; ++i) {
+    std::vector<uint32_t> rail;
+    rail.reserve(l.members.size());
+    for (const auto& m : l.members) rail.push_back(m[i]);
+    const Tree trees[2] = {build_tree(rail, shape, 0, &unused), build_tree(rail, shape, 1, &unused)};
+    const uint32_t depth = std::max(trees[0].depth, trees[1].depth);
+    for (const Tree& t : trees) {
+      std::vector<Hop> hops;
+      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(c, p);
+      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(p, c);
+      ph.transfers.push_back(make_transfer(std::move(hops), req.bytes / g / 2.0, 2 * depth));
+    }
+  }
   plan.phases.push_back(std::move(ph));
   return plan;
 }

@@ -26,6 +26,7 @@ CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterSha
 CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_direct(const CollectiveRequest& req, const ClusterShape& shape);
 CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape& shape);
+CollectivePlan lower_nvls_tree(const CollectiveRequest& req, const ClusterShape& shape);
 }  // namespace collective_detail
 
 namespace {
@@ -33,25 +34,26 @@ namespace {
 constexpr std::array<CollectiveOp, 7> kOps = {
     CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather, CollectiveOp::kBroadcast,
     CollectiveOp::kReduce,    CollectiveOp::kAllToAll,      CollectiveOp::kSendRecv};
-constexpr std::array<Algorithm, 8> kAlgorithms = {Algorithm::kAuto,         Algorithm::kRing,
+constexpr std::array<Algorithm, 9> kAlgorithms = {Algorithm::kAuto,         Algorithm::kRing,
                                                   Algorithm::kTree,         Algorithm::kHalvingDoubling,
                                                   Algorithm::kHierarchical, Algorithm::kTorus,
-                                                  Algorithm::kDirect,       Algorithm::kNvls};
+                                                  Algorithm::kDirect,       Algorithm::kNvls,
+                                                  Algorithm::kNvlsTree};
 constexpr std::array<Protocol, 4> kProtocols = {Protocol::kAuto, Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
 // Which algorithm can lower which op, in kAuto's tie-break order (ring, hierarchical, tree,
 // halving-doubling; torus and direct only where they are the natural or only choice).
-constexpr std::array<Algorithm, 7> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
+constexpr std::array<Algorithm, 8> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
                                                   Algorithm::kTree,  Algorithm::kHalvingDoubling,
                                                   Algorithm::kTorus, Algorithm::kDirect,
-                                                  Algorithm::kNvls};
+                                                  Algorithm::kNvls,  Algorithm::kNvlsTree};
 // Protocols in auto's tie-break order: Simple first, so a free (neutral) cost model keeps it.
 constexpr std::array<Protocol, 3> kProtocolPreference = {Protocol::kSimple, Protocol::kLL128, Protocol::kLL};
 
 // NVLS and direct exchanges run Simple only (NCCL's NVLS kernels and p2p at these sizes).
 bool protocol_applies(Algorithm a, Protocol p) {
   if (p == Protocol::kAuto || p == Protocol::kSimple) return true;
-  return a != Algorithm::kNvls && a != Algorithm::kDirect;
+  return a != Algorithm::kNvls && a != Algorithm::kNvlsTree && a != Algorithm::kDirect;
 }
 
 bool implements(Algorithm a, CollectiveOp op) {
@@ -71,6 +73,7 @@ bool implements(Algorithm a, CollectiveOp op) {
       return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllGather ||
              op == CollectiveOp::kReduceScatter;
     case Algorithm::kNvls:
+    case Algorithm::kNvlsTree:
       return op == CollectiveOp::kAllReduce;
   }
   return false;
@@ -176,6 +179,8 @@ CollectivePlan build_pattern(Algorithm a, const CollectiveRequest& req, const Cl
       return collective_detail::lower_direct(req, shape);
     case Algorithm::kNvls:
       return collective_detail::lower_nvls(req, shape);
+    case Algorithm::kNvlsTree:
+      return collective_detail::lower_nvls_tree(req, shape);
     case Algorithm::kAuto:
       break;
   }
@@ -231,7 +236,7 @@ CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, c
   for (Algorithm a : kPreference) {
     if (!auto_candidate(a, req.op) || !collective_detail::shape_problem(a, req, shape).empty()) continue;
     if (a == Algorithm::kTree && one_node) continue;
-    if (a == Algorithm::kNvls && hints.costs.nvls_efficiency <= 0.0) continue;
+    if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && hints.costs.nvls_efficiency <= 0.0) continue;
     if (!protocol_applies(a, req.protocol)) continue;
     CollectivePlan plan = build(a, req, shape);
     if (plan.algorithm != a) continue;  // degraded to another candidate (hierarchical on one node)
@@ -283,6 +288,7 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::kTorus: return "torus";
     case Algorithm::kDirect: return "direct";
     case Algorithm::kNvls: return "nvls";
+    case Algorithm::kNvlsTree: return "nvls-tree";
   }
   return "?";
 }
@@ -453,7 +459,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
       }
       // As the runtime: a tree's steps pay its slowest hop, a ring's the mean of its hops.
       if (plan.algorithm != Algorithm::kTree && !t.hops.empty()) step_s = step_sum / static_cast<double>(t.hops.size());
-      if (plan.algorithm == Algorithm::kNvls && hints.scale_up_Bps > 0.0) {
+      if (t.in_switch && hints.scale_up_Bps > 0.0) {
         rate = std::min(rate, hints.costs.nvls_efficiency * hints.scale_up_Bps);
       } else if (plan.algorithm != Algorithm::kDirect) {
         rate *= channels;
@@ -465,7 +471,8 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
     }
     total += phase_s;
   }
-  if (!plan.phases.empty()) total += plan.algorithm == Algorithm::kNvls ? hints.costs.nvls_launch_s : proto.launch_s;
+  const bool nvls = plan.algorithm == Algorithm::kNvls || plan.algorithm == Algorithm::kNvlsTree;
+  if (!plan.phases.empty()) total += nvls ? hints.costs.nvls_launch_s : proto.launch_s;
   return total;
 }
 

@@ -23,7 +23,10 @@
 // reads every GPU's copy of a shard and returns the sum) and multicasts its reduced shard once
 // (multimem.st): S + S/n out of and S/n + S into every GPU port, against 2S(n-1)/n for a ring.
 // On a non-blocking switch that is the port load of one ring transfer of S(n+1)/n bytes, which is
-// how it is lowered; its rate is capped at nvls_efficiency x the port bandwidth.
+// how it is lowered; its rate is capped at nvls_efficiency x the port bandwidth. NVLS-tree (NCCL's
+// NVLSTree, the multi-node all-reduce of NVLS systems) does that inside every node while the GPUs
+// of each rail all-reduce their S/G shard across nodes on double binary trees (their NICs), all
+// pipelined: one phase whose in-switch transfers and trees run at once.
 //
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer of all-reduce/broadcast/reduce, the total
 // (n x per-rank chunk) of all-gather output and reduce-scatter input, and the total a rank sends
@@ -39,7 +42,7 @@
 namespace wl {
 
 enum class CollectiveOp : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
-enum class Algorithm : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect, kNvls };
+enum class Algorithm : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kHierarchical, kTorus, kDirect, kNvls, kNvlsTree };
 enum class Protocol : uint8_t { kAuto, kLL, kLL128, kSimple };
 
 std::string_view op_name(CollectiveOp op);          // "all-reduce", ...
@@ -98,6 +101,7 @@ struct Transfer {
   std::vector<std::pair<uint32_t, uint32_t>> hops;  // (src GPU, dst GPU), global GPU ids
   double bytes = 0.0;
   uint32_t latency_steps = 1;
+  bool in_switch = false;  // NVLS traffic: capped at nvls_efficiency x the scale-up port
 };
 
 struct Phase {

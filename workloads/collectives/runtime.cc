@@ -79,8 +79,8 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   const auto& topo = res_.topology();
   const Protocol protocol = in.plan->protocol;
   const ProtocolCost& cost = opt_.costs.of(protocol);
-  const bool nvls = in.plan->algorithm == Algorithm::kNvls;
-  const bool path_latency = in.plan->algorithm == Algorithm::kTree;
+  const bool nvls = in.plan->algorithm == Algorithm::kNvls || in.plan->algorithm == Algorithm::kNvlsTree;
+  const bool path_latency = in.plan->algorithm == Algorithm::kTree || in.plan->algorithm == Algorithm::kNvlsTree;
   const sim::Time step = protocol == Protocol::kSimple ? opt_.step_overhead : sim::Time::from_seconds(cost.step_s);
   sim::Time launch = sim::Time::zero();
   if (in.phase == first_phase(*in.plan)) {
@@ -92,8 +92,9 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   double cap = sim::kUnbounded;
   const double channels = opt_.costs.channel_fraction(protocol, in.plan->bytes, in.plan->ranks);
   if (cost.max_busbw_Bps > 0.0) cap = cost.max_busbw_Bps / static_cast<double>(ph.transfers.size()) / payload;
-  if (nvls && opt_.scale_up_Bps > 0.0 && opt_.costs.nvls_efficiency > 0.0)
-    cap = std::min(cap, opt_.costs.nvls_efficiency * opt_.scale_up_Bps);
+  const double nvls_cap = opt_.scale_up_Bps > 0.0 && opt_.costs.nvls_efficiency > 0.0
+                              ? opt_.costs.nvls_efficiency * opt_.scale_up_Bps
+                              : sim::kUnbounded;
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
     const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
@@ -101,7 +102,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     TransferRun& run = transfers_[t];
     run.instance = inst;
     run.bytes = tr.bytes / payload;
-    run.max_rate = cap;
+    run.max_rate = tr.in_switch ? std::min(cap, nvls_cap) : cap;
     double slowest = sim::kUnbounded;
     run.uses.clear();
     ++stamp_;
@@ -124,7 +125,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
         }
       }
     }
-    if (channels < 1.0 && !nvls && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
+    if (channels < 1.0 && !tr.in_switch && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
       run.max_rate = std::min(run.max_rate, channels * slowest);
     // A ring's chunks cross its hops in turn, so its steps pay the hops' mean route latency; a
     // tree's steps run down its deepest path, so they pay the largest.
