@@ -245,6 +245,24 @@ TEST(DiLoCoStreaming, TwoFragmentSyncsOverlapAndShareTheWan) {
   }
 }
 
+TEST(DiLoCoStreaming, StrictlyAbovePlainDiLoCoWhenTheWanIsTheBottleneck) {
+  // The configuration of the hand-worked timeline above (M = 2, H = 3, 2 rounds, T = 1 s, a 3 GB
+  // model over 1 GB/s, no latency). Plain DiLoCo syncs the whole 3 GB after each round's 3 steps:
+  // an M = 2 ring moves S through each link, 3 s, so each round is 3 s of compute and 3 s of
+  // waiting: total 12 s, utilisation 6 / 12 = 0.5. Streaming with F = 2, tau = 1 (above): 7.5 s,
+  // utilisation 6 / 7.5 = 0.8, strictly above.
+  auto plain = run(make_config(2, 3, 2, 1e9, 0.0), 1.0, 3e9);
+  EXPECT_NEAR(plain.total_time_s, 12.0, 2 * kNs);
+  EXPECT_NEAR(plain.utilization[0], 0.5, 1e-9);
+  auto cfg = make_config(2, 3, 2, 1e9, 0.0);
+  cfg.sync.streaming = true;
+  cfg.sync.fragments = 2;
+  cfg.sync.overlap_steps = 1;
+  auto streaming = run(cfg, 1.0, 3e9);
+  EXPECT_NEAR(streaming.utilization[0], 0.8, 1e-9);
+  EXPECT_GT(streaming.utilization[0], plain.utilization[0] + 0.25);
+}
+
 TEST(DiLoCoStreaming, TooLittleBandwidthDegradesMonotonically) {
   // Same run with the WAN shrinking from 50 GB/s to 50 MB/s: a fragment's 4 GB needs
   // 4e9 x 1.5 / W seconds of bytes, which exceeds T = 1 s below 6 GB/s; from there on islands
@@ -262,6 +280,8 @@ TEST(DiLoCoStreaming, TooLittleBandwidthDegradesMonotonically) {
     double u = s.utilization[0];
     EXPECT_LE(u, prev + 1e-12) << "bandwidth " << bw;
     EXPECT_GE(u + 1e-12, plain.utilization[0]) << "bandwidth " << bw;
+    // Where the WAN is the bottleneck (plain DiLoCo waits), streaming is strictly better.
+    if (plain.utilization[0] < 1.0 - 1e-9) EXPECT_GT(u, plain.utilization[0] + 1e-6) << "bandwidth " << bw;
     prev = u;
   }
   EXPECT_LT(prev, 0.5);  // at 50 MB/s a 4 GB fragment takes 120 s of a 25 s fragment period
@@ -399,6 +419,8 @@ TEST(DiLoCoConfig, BindsEveryKey) {
   EXPECT_EQ(c.sync.fragments, 2);
   EXPECT_EQ(c.sync.overlap_steps, 3);
   EXPECT_EQ(b.settings.island.job.world(), 8);
+  // 4-bit outer gradients (Streaming DiLoCo): half a byte per parameter.
+  EXPECT_EQ(bind({"workload.outer_sync.precision=fp4"}).settings.config.sync.bytes_per_param, 0.5);
 }
 
 TEST(DiLoCoConfig, ErrorsNameLocationAndKey) {

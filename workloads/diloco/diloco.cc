@@ -8,7 +8,7 @@
 //     outer_steps: 3          # rounds simulated (default 1)
 //     island: {model: ..., training: ..., parallelism: ..., schedule: ...}   # as kind: training
 //     outer_sync:
-//       precision: bf16       # fp32 | bf16 | fp8: 4 / 2 / 1 bytes per parameter (default bf16)
+//       precision: bf16       # fp32 | bf16 | fp8 | fp4: 4 / 2 / 1 / 0.5 bytes per parameter (default bf16)
 //       bandwidth: 400Gbps    # per island, per direction (required)
 //       latency: 10ms         # one-way (default 0s)
 //       algorithm: ring       # ring | tree (default ring)
@@ -61,8 +61,10 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
 
   auto o = w.child("outer_sync");
   OuterSyncConfig& sc = c.sync;
-  sc.precision = o.get_enum("precision", {"fp32", "bf16", "fp8"}, "bf16");
-  sc.bytes_per_param = sc.precision == "fp32" ? 4.0 : sc.precision == "bf16" ? 2.0 : 1.0;
+  // fp4: Streaming DiLoCo sends its outer gradients quantised to 4 bits (E3M0) with no loss it
+  // could measure (Douillard et al., arXiv 2501.18512, section 3.3).
+  sc.precision = o.get_enum("precision", {"fp32", "bf16", "fp8", "fp4"}, "bf16");
+  sc.bytes_per_param = sc.precision == "fp32" ? 4.0 : sc.precision == "bf16" ? 2.0 : sc.precision == "fp8" ? 1.0 : 0.5;
   sc.bandwidth_Bps = o.get_bandwidth("bandwidth");
   if (!(sc.bandwidth_Bps > 0)) o.child("bandwidth").fail("the inter-island bandwidth must be > 0");
   sc.latency = o.get_duration("latency", sim::Time::zero());
@@ -149,7 +151,7 @@ std::string format_diloco_summary(const DilocoSettings& s, const DilocoResult& r
        " tokens per island per step, MFU " + fmt("%.1f %%", r.step.mfu * 100) + ")");
   std::string alg = c.sync.algorithm == OuterAlgorithm::kRing ? "ring" : "double binary tree";
   line("  outer sync         " + alg + " all-reduce of " + fmt("%.3g", r.params) + " params x " +
-       fmt("%.0f", c.sync.bytes_per_param) + " B (" + c.sync.precision + ") = " + sim::format_bytes(r.sync_bytes) +
+       fmt("%g", c.sync.bytes_per_param) + " B (" + c.sync.precision + ") = " + sim::format_bytes(r.sync_bytes) +
        " per island, over " + sim::format_bandwidth(c.sync.bandwidth_Bps) + " per island per direction, " +
        sim::format_duration(c.sync.latency) + " one-way latency");
   if (c.sync.streaming)
