@@ -161,6 +161,84 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   EXPECT_EQ(dp_ring_bytes(build_training(j), 1), 0.0);
 }
 
+TEST(TrainingDataParallel, WithContextParallelGradientsReduceOverDpTimesCp) {
+  // CP ranks hold the same weights and see different tokens, so gradients are reduced, and ZeRO
+  // shards, over DP x CP (Megatron-LM's data-parallel group with context parallel). TP 2, CP 2,
+  // DP 2 in the default order (tp innermost, then cp, pp, dp): rank = tp + 2 cp + 4 dp. Rank 0's
+  // DP x CP group is {0, 2, 4, 6} (tp 0), rank 1's {1, 3, 5, 7}.
+  const Layout l({2, 2, 1, 2, 1}, Layout::default_order());
+  std::vector<uint32_t> m;
+  l.members(0, Dim::kDp, Dim::kCp, m);
+  EXPECT_EQ(m, (std::vector<uint32_t>{0, 2, 4, 6}));
+  l.members(5, Dim::kDp, Dim::kCp, m);
+  EXPECT_EQ(m, (std::vector<uint32_t>{1, 3, 5, 7}));
+  EXPECT_EQ(l.size(Dim::kDp, Dim::kCp), 4);
+  EXPECT_EQ(l.group_id(0, Dim::kDp, Dim::kCp), l.group_id(6, Dim::kDp, Dim::kCp));
+  EXPECT_NE(l.group_id(0, Dim::kDp, Dim::kCp), l.group_id(1, Dim::kDp, Dim::kCp));
+  // The step program: every data-parallel collective runs on the DP x CP communicator, and a ZeRO-2
+  // job with DP 2 x CP 2 moves (n-1)/n of the gradients and of the parameters with n = 4, as DP 4
+  // would; with CP 2 and DP 1 (no DP at all) the gradients are still reduced over the 2 CP ranks.
+  TrainingJob j;
+  j.model = find_model_preset("llama3-8b");
+  j.gpu = topo::find_gpu("h100-sxm");
+  j.profile = topo::default_profile(j.gpu);
+  j.seq_len = 4096;
+  j.global_batch = 2;
+  j.micro_batch = 1;
+  j.cp = 2;
+  j.dp = 2;
+  j.data_parallel = DataParallel::kZero2;
+  const TrainingPlan plan = build_training(j);
+  double bytes = 0;
+  for (const Op& op : plan.programs[0].ops()) {
+    if (op.kind != OpKind::kCollective || op.category != TrainingCategory::kDp) continue;
+    EXPECT_EQ(op.comm, kDpCpComm);
+    bytes += op.bytes * 3.0 / 4.0;
+  }
+  const double M = 2.0 * static_cast<double>(count_params(j.model).total);
+  EXPECT_NEAR(bytes / (3.0 / 4.0 * M), 2.0, 0.02);
+  j.dp = 1;
+  j.global_batch = 1;
+  bool reduced = false;
+  const TrainingPlan cp_only = build_training(j);
+  for (const Op& op : cp_only.programs[0].ops())
+    reduced |= op.kind == OpKind::kCollective && op.comm == kDpCpComm;
+  EXPECT_TRUE(reduced);
+}
+
+TEST(TrainingPipeline, TiedEmbeddingGradientsAreExchangedBetweenFirstAndLastStage) {
+  // GPT-3 175B ties its input embedding to the LM head. With PP 4 and TP 8, the first and last
+  // stages each send the other their gradient of the table after the data-parallel reduction:
+  // ceil(50257 / 8) = 6283 rows x 12288 x 2 bytes (bf16 gradients) = 154,411,008 bytes, and the
+  // optimizer waits for the one received; the middle stages send nothing. Untied: no exchange.
+  TrainingJob j;
+  j.model = find_model_preset("gpt3-175b");
+  j.gpu = topo::find_gpu("h100-sxm");
+  j.profile = topo::default_profile(j.gpu);
+  j.seq_len = 2048;
+  j.tp = 8;
+  j.pp = 4;
+  j.global_batch = 4;
+  j.micro_batch = 1;
+  auto exchanged = [](const Program& p) {
+    double sent = 0;
+    bool received = false;
+    for (const Op& op : p.ops()) {
+      if (op.kind == OpKind::kSend && p.name(op.name).rfind("tied embedding grad", 0) == 0) sent += op.bytes;
+      if (op.kind == OpKind::kRecv && p.name(op.name).rfind("tied embedding grad", 0) == 0) received = true;
+    }
+    return std::make_pair(sent, received);
+  };
+  const TrainingPlan plan = build_training(j);
+  ASSERT_EQ(plan.programs.size(), 4u);
+  EXPECT_EQ(exchanged(plan.programs[0]), std::make_pair(154411008.0, true));
+  EXPECT_EQ(exchanged(plan.programs[3]), std::make_pair(154411008.0, true));
+  EXPECT_EQ(exchanged(plan.programs[1]), std::make_pair(0.0, false));
+  j.model.tied_embeddings = false;
+  const TrainingPlan untied = build_training(j);
+  EXPECT_EQ(exchanged(untied.programs[0]), std::make_pair(0.0, false));
+}
+
 TEST(TrainingMemory, OutOfMemoryNamesTheStageAndTheLargestPart) {
   // Llama 3 70B on 8 GPUs with only TP 8: 70.6e9 params x 16 bytes / 8 = 141 GB per rank of model
   // state alone, far above 80 GB.

@@ -365,8 +365,8 @@ void write_chakra(const wl::JobProgram& job, const std::string& prefix, const wl
       const wl::Communicator& cm = job.comms[op.comm];
       uint32_t group = 0;
       if (cm.generated) {
-        group = job.layout.group_id(r, cm.axis);
-        job.layout.members(r, cm.axis, members);
+        group = job.layout.group_id(r, cm.axis, cm.also);
+        job.layout.members(r, cm.axis, cm.also, members);
       } else {
         members = cm.members;
       }

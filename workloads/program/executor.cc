@@ -122,7 +122,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     // Groups of one never gather (their collectives complete at once): no state for them.
     if (cm.generated) {
       gen_index_[c] = num_generated_++;
-      if (job_.layout.size(cm.axis) > 1) instances += n / static_cast<uint32_t>(job_.layout.size(cm.axis));
+      if (job_.layout.size(cm.axis, cm.also) > 1) instances += n / static_cast<uint32_t>(job_.layout.size(cm.axis, cm.also));
     } else {
       if (cm.members.size() > 1) instances += 1;
       auto& pos = member_pos_[c];
@@ -171,16 +171,16 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     for (size_t c = 0; c < job_.comms.size(); ++c) {
       const Communicator& cm = job_.comms[c];
       if (!cm.generated || shape_.torus) continue;  // explicit: one group; torus: per group
-      const uint32_t size = static_cast<uint32_t>(job_.layout.size(cm.axis));
+      const uint32_t size = static_cast<uint32_t>(job_.layout.size(cm.axis, cm.also));
       if (size <= 1) continue;
       std::vector<int64_t> first_sig;
       bool uniform = true;
       std::vector<uint8_t> seen(n / size, 0);
       for (uint32_t r = 0; r < n && uniform; ++r) {
-        const uint32_t g = job_.layout.group_id(r, cm.axis);
+        const uint32_t g = job_.layout.group_id(r, cm.axis, cm.also);
         if (seen[g]) continue;
         seen[g] = 1;
-        job_.layout.members(r, cm.axis, members);
+        job_.layout.members(r, cm.axis, cm.also, members);
         std::vector<int64_t> sig;
         per_node.clear();
         const int64_t node0 = job_.gpu_of(members[0]) / gpn;
@@ -225,7 +225,7 @@ void ProgramExecutor::check_algorithms() const {
         reps.clear();
         std::vector<uint8_t> seen(n / size, 0);
         for (uint32_t r = 0; r < n; ++r)
-          if (!seen[job_.layout.group_id(r, cm.axis)]++) reps.push_back(r);
+          if (!seen[job_.layout.group_id(r, cm.axis, cm.also)]++) reps.push_back(r);
       }
       for (uint32_t rep : reps) {
         CollectiveRequest req;
@@ -436,8 +436,8 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
 inline bool ProgramExecutor::group_of(uint32_t rank, uint32_t c, uint32_t& instance, uint32_t& size) const {
   const Communicator& cm = job_.comms[c];
   if (cm.generated) {
-    size = static_cast<uint32_t>(job_.layout.size(cm.axis));
-    instance = inst_base_[c] + job_.layout.group_id(rank, cm.axis);
+    size = static_cast<uint32_t>(job_.layout.size(cm.axis, cm.also));
+    instance = inst_base_[c] + job_.layout.group_id(rank, cm.axis, cm.also);
     return true;
   }
   const auto& pos = member_pos_[c];
@@ -451,7 +451,7 @@ inline bool ProgramExecutor::group_of(uint32_t rank, uint32_t c, uint32_t& insta
 void ProgramExecutor::members_of(uint32_t c, uint32_t any_member, std::vector<uint32_t>& out) const {
   const Communicator& cm = job_.comms[c];
   if (cm.generated) {
-    job_.layout.members(any_member, cm.axis, out);
+    job_.layout.members(any_member, cm.axis, cm.also, out);
   } else {
     out = cm.members;
   }

@@ -1,5 +1,7 @@
 #include "workloads/program/layout.h"
 
+#include <algorithm>
+
 #include "sim/error.h"
 
 namespace wl {
@@ -34,6 +36,30 @@ void Layout::members(uint32_t rank, Dim d, std::vector<uint32_t>& out) const {
   auto i = static_cast<size_t>(d);
   uint32_t base = rank - coord(rank, d) * static_cast<uint32_t>(strides_[i]);
   for (int64_t k = 0; k < sizes_[i]; ++k) out.push_back(base + static_cast<uint32_t>(k * strides_[i]));
+}
+
+uint32_t Layout::group_id(uint32_t rank, Dim d, Dim also) const {
+  if (also == Dim::kCount || also == d) return group_id(rank, d);
+  // Drop both coordinates and pack the others in layout order.
+  uint64_t id = 0, mult = 1;
+  for (Dim x : order_) {
+    if (x == d || x == also) continue;
+    id += coord(rank, x) * mult;
+    mult *= static_cast<uint64_t>(size(x));
+  }
+  return static_cast<uint32_t>(id);
+}
+
+void Layout::members(uint32_t rank, Dim d, Dim also, std::vector<uint32_t>& out) const {
+  if (also == Dim::kCount || also == d) return members(rank, d, out);
+  out.clear();
+  const uint64_t base = rank - coord(rank, d) * strides_[static_cast<size_t>(d)] -
+                        coord(rank, also) * strides_[static_cast<size_t>(also)];
+  for (int64_t i = 0; i < size(d); ++i)
+    for (int64_t j = 0; j < size(also); ++j)
+      out.push_back(static_cast<uint32_t>(base + static_cast<uint64_t>(i) * strides_[static_cast<size_t>(d)] +
+                                          static_cast<uint64_t>(j) * strides_[static_cast<size_t>(also)]));
+  std::sort(out.begin(), out.end());
 }
 
 std::string_view dim_name(Dim d) {

@@ -30,6 +30,12 @@ class Layout {
   static std::array<Dim, kNumDims> default_order() { return {Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDp, Dim::kDpOuter}; }
 
   int64_t size(Dim d) const { return sizes_[static_cast<size_t>(d)]; }
+  // Groups over two axes at once (`also` = Dim::kCount: only `d`), e.g. Megatron's data-parallel
+  // group with context parallelism, DP x CP: its size, the dense id of rank's group, and its
+  // members in increasing rank order.
+  int64_t size(Dim d, Dim also) const { return also == Dim::kCount ? size(d) : size(d) * size(also); }
+  uint32_t group_id(uint32_t rank, Dim d, Dim also) const;
+  void members(uint32_t rank, Dim d, Dim also, std::vector<uint32_t>& out) const;
   uint32_t world() const { return world_; }
   const std::array<Dim, kNumDims>& order() const { return order_; }
 

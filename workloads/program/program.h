@@ -182,6 +182,7 @@ struct Communicator {
   std::string name;
   bool generated = false;
   Dim axis = Dim::kTp;            // generated
+  Dim also = Dim::kCount;         // generated over two axes (DP x CP); kCount: axis alone
   std::vector<uint32_t> members;  // explicit
   Algorithm algorithm = Algorithm::kAuto;
   std::string algorithm_at;  // where the scenario chose the algorithm, for errors; or empty

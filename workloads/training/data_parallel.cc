@@ -15,7 +15,7 @@ class Bucketed : public DataParallelPolicy {
   // ZeRO-1/2: parameters updated on their shard are all-gathered before their first use in the
   // step (equivalently, at the end of the previous step), overlapping earlier layers' forward.
   void before_step() override {
-    if (!zero12_ || job_.dp <= 1) return;
+    if (!zero12_ || job_.grad_group() <= 1) return;
     for (int32_t c = 0; c < shape_.virtual_stages; ++c) {
       int32_t g = shape_.global(c);
       gather_.push_back(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(split_.chunk(g)),
@@ -40,7 +40,7 @@ class Bucketed : public DataParallelPolicy {
     if (bucket > 0) emit_bucket(mb, bucket, -1);
   }
   double optimizer_share(double params) const override {
-    return zero12_ ? params / static_cast<double>(job_.dp) : params;
+    return zero12_ ? params / static_cast<double>(job_.grad_group()) : params;
   }
 
  private:
@@ -91,7 +91,7 @@ class Fsdp : public DataParallelPolicy {
       rs = e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
                              std::string("reduce-scatter grads ") + what, mb, -1, deps);
     if (grads_final && e_.has(Dim::kDpOuter))
-      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.dp),
+      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.grad_group()),
                         std::string("all-reduce grad shard ") + what, mb, -1, {rs});
   }
   // Reduce-scatter this layer's gradient after every micro-batch's backward.
@@ -103,11 +103,11 @@ class Fsdp : public DataParallelPolicy {
                                                        static_cast<int32_t>(layer), deps)
                                    : static_cast<uint32_t>(e_.last_compute());
     if (grads_final && e_.has(Dim::kDpOuter))
-      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.dp),
+      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.grad_group()),
                         "all-reduce grad shard" + StageEmitter::layer_suffix(layer), mb, static_cast<int32_t>(layer),
                         {rs});
   }
-  double optimizer_share(double params) const override { return params / static_cast<double>(job_.dp); }
+  double optimizer_share(double params) const override { return params / static_cast<double>(job_.grad_group()); }
 };
 
 }  // namespace

@@ -29,7 +29,7 @@ bool StageEmitter::has(Dim d) const {
   switch (d) {
     case Dim::kTp: return job_.tp > 1;
     case Dim::kCp: return job_.cp > 1;
-    case Dim::kDp: return job_.dp > 1;
+    case Dim::kDp: return job_.grad_group() > 1;  // DP x CP when CP > 1
     case Dim::kDpOuter: return job_.dp_outer > 1;
     default: return false;
   }
@@ -58,7 +58,9 @@ uint32_t StageEmitter::add_collective(Dim d, CollectiveOp coll, double bytes, co
                                       int32_t layer, const std::vector<uint32_t>& deps) {
   Op op;
   op.kind = OpKind::kCollective;
-  op.comm = static_cast<uint32_t>(d);  // training's communicators are numbered by Dim
+  // Training's communicators are numbered by Dim, then kDpCpComm; data-parallel collectives of a
+  // job with CP > 1 run on DP x CP (TrainingJob::grad_group).
+  op.comm = d == Dim::kDp && job_.cp > 1 ? kDpCpComm : static_cast<uint32_t>(d);
   op.coll = coll;
   op.bytes = bytes;
   op.stream = stream_for(d);

@@ -430,7 +430,26 @@ class StageBuilder {
           break;
         }
     }
+    tied_embedding_grads();
     e_.add_compute(c, optimizer_terms_, "optimizer step", TrainingCategory::kOptimizer, -1, -1);
+  }
+
+  // Tied embeddings with pp > 1: the first stage's input embedding and the last stage's LM head
+  // are two copies of one table, so after the data-parallel reduction the two stages all-reduce
+  // its gradient between them (Megatron-LM finalize_model_grads, _allreduce_embedding_grads, on
+  // the embedding group {first, last stage}). An all-reduce of two ranks is one exchange: each
+  // sends its vocab/tp x hidden gradient to the other (the previous stage of the first is the last,
+  // wrapping around), and the optimizer waits for what it receives.
+  void tied_embedding_grads() {
+    if (!job_.model.tied_embeddings || params_.stages < 2) return;
+    const bool first = shape_.stage == 0, last = shape_.stage == params_.stages - 1;
+    if (!first && !last) return;
+    const double bytes = static_cast<double>(local_vocab(job_.model, job_.tp)) * static_cast<double>(job_.model.hidden) *
+                         job_.adam.grad;
+    constexpr uint32_t kMessage = 1u << 30;  // apart from the pipeline's messages
+    const int8_t peer = first ? -1 : +1;
+    e_.send(peer, kMessage, bytes, "tied embedding grad", -1);
+    e_.recv(peer, kMessage, -1, "tied embedding grad");
   }
 
   const TrainingJob& job_;
@@ -477,6 +496,17 @@ JobProgram training_job_program(const TrainingJob& job, TrainingPlan& plan,
     c.axis = static_cast<Dim>(d);
     c.algorithm = job.algorithm[d];
     c.algorithm_at = algorithm_at[d];
+    jp.add_comm(std::move(c));
+  }
+  {
+    // kDpCpComm: data-parallel collectives of a job with CP > 1 (TrainingJob::grad_group).
+    Communicator c;
+    c.name = "dp+cp";
+    c.generated = true;
+    c.axis = Dim::kDp;
+    c.also = Dim::kCp;
+    c.algorithm = job.algorithm[static_cast<size_t>(Dim::kDp)];
+    c.algorithm_at = algorithm_at[static_cast<size_t>(Dim::kDp)];
     jp.add_comm(std::move(c));
   }
   jp.categories = {"compute", "bubble", "tp", "cp", "pp", "dp", "dp_outer", "optimizer"};
@@ -539,7 +569,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     StageMemory mem;
     mem.stage = st;
     mem.in_flight_chunks = in_flight;
-    mem.bytes = model_state_memory(static_cast<int64_t>(params), job.dp, zero, job.adam);
+    mem.bytes = model_state_memory(static_cast<int64_t>(params), job.grad_group(), zero, job.adam);
     double layers_per_chunk = layers_held / static_cast<double>(job.virtual_stages);
     mem.bytes.activations = in_flight * layers_per_chunk * act_layer + (has_head ? act_head : 0);
     if (job.recompute == Recompute::kFull) mem.bytes.activations += act_layer_full;  // the layer being recomputed

@@ -39,7 +39,9 @@ inline constexpr sim::EnumNames<DataParallel, 4> kDataParallelNames{{{
     {DataParallel::kDdp, "ddp"}, {DataParallel::kZero1, "zero1"}, {DataParallel::kZero2, "zero2"}, {DataParallel::kFsdp, "fsdp"}}}};
 
 // Training's streams (trace thread ids) and breakdown categories in its JobProgram. Communicators
-// are numbered by Dim (tp 0, cp 1, pp 2, dp 3, dp_outer 4), generated along the layout's axes.
+// are numbered by Dim (tp 0, cp 1, pp 2, dp 3, dp_outer 4), generated along the layout's axes,
+// then kDpCpComm (5): DP x CP, the data-parallel group of a job with CP > 1.
+inline constexpr uint32_t kDpCpComm = static_cast<uint32_t>(kNumDims);
 inline constexpr uint16_t kComputeStream = 0, kTpStream = 1, kCpStream = 2, kPpSendStream = 3, kPpRecvStream = 4,
                           kDpStream = 5, kDpOuterStream = 6;
 enum TrainingCategory : uint16_t { kCompute, kBubble, kTp, kCp, kPp, kDp, kDpOuter, kOptimizer };
@@ -55,6 +57,11 @@ struct TrainingJob {
   bool flash_attention = true;
   // Parallelism. dp is the (shard) data-parallel size, dp_outer the HSDP replicate size.
   int64_t tp = 1, cp = 1, pp = 1, dp = 1, dp_outer = 1;
+  // The group that shares parameters and reduces their gradients: DP, or DP x CP when CP > 1
+  // (context-parallel ranks hold the same weights and see different tokens; Megatron-LM reduces
+  // gradients and shards the distributed optimizer over the data-parallel group "with context
+  // parallel", megatron/core/parallel_state.py).
+  int64_t grad_group() const { return dp * cp; }
   bool sequence_parallel = true;
   std::array<Dim, kNumDims> order = Layout::default_order();
   DataParallel data_parallel = DataParallel::kDdp;
