@@ -398,6 +398,31 @@ TEST(ModelComm, TensorParallelVolumes) {
   EXPECT_TRUE(layer_comm(m, 1, 2048, {1, 1, false}, Precision::kBf16).ops.empty());
 }
 
+// A parallel attention + MLP block (GPT-J, PaLM) sums the two branches before one reduction: TP
+// without SP runs 1 all-reduce forward and 1 backward (against 2 and 2 above), with SP 1 all-gather
+// + 1 reduce-scatter forward and, backward, the output-gradient gather, one re-gather of the shared
+// input and one input-gradient reduce-scatter (3 against 6). One norm of 12288 weights + biases
+// (LayerNorm: 2 x 12288 = 24,576 parameters) fewer per layer; the FLOPs lose the second norm and
+// gain one operation per element in the three-way residual add.
+TEST(ModelComm, ParallelBlockHalvesTheTensorParallelReductions) {
+  ModelSpec m = find_model_preset("gpt3-175b");
+  const double buf = 2048.0 * 12288 * 2;
+  const int64_t serial_params = count_params(m).per_layer;
+  m.parallel_block = true;
+  const LayerComm ar = layer_comm(m, 1, 2048, {8, 1, false}, Precision::kBf16);
+  EXPECT_EQ(ar.count(CommGroup::kTp, Pass::kForward), 1);
+  EXPECT_EQ(ar.count(CommGroup::kTp, Pass::kBackward), 1);
+  EXPECT_DOUBLE_EQ(ar.bytes(CommGroup::kTp, Pass::kForward), buf);
+  EXPECT_EQ(ar.ops[0].after_op, "mlp_down");
+  const LayerComm sp = layer_comm(m, 1, 2048, {8, 1, true}, Precision::kBf16);
+  EXPECT_EQ(sp.count(CommGroup::kTp, Pass::kForward), 2);
+  EXPECT_EQ(sp.count(CommGroup::kTp, Pass::kBackward), 3);
+  EXPECT_EQ(count_params(m).per_layer, serial_params - 2 * 12288);
+  bool has_mlp_norm = false;
+  for (const auto& o : layer_ops(m, 1, 2048, {8, 1, true}, Precision::kBf16, {})) has_mlp_norm |= o.name == "mlp_norm";
+  EXPECT_FALSE(has_mlp_norm);
+}
+
 // CP all-gather of K and V over the full sequence: b * s * 2 * kv_local * head_dim * 2 bytes.
 // Llama 3 405B, s = 131,072, tp = 8 (1 KV head per rank), cp = 16:
 // 131072 * 2 * 1 * 128 * 2 = 67,108,864 bytes forward; backward re-gather + reduce-scatter.

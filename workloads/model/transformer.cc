@@ -265,7 +265,7 @@ ParamCounts count_params(const ModelSpec& s) {
   const int64_t q = s.heads * hd, kv = s.kv_heads * hd;
   const int64_t mats = s.mlp == MlpKind::kSwiGlu ? 3 : 2;
   int64_t layer = 0;
-  layer += 2 * norm_params(s);                  // attention and MLP norms
+  layer += (s.parallel_block ? 1 : 2) * norm_params(s);  // attention and MLP norms (one, shared, in a parallel block)
   layer += h * (q + 2 * kv) + q * h;            // QKV and output projections
   layer += mats * h * s.ffn_hidden;             // MLP matrices
   if (s.bias) {
@@ -327,7 +327,7 @@ int64_t layer_params_per_rank(const ModelSpec& s, int64_t tp) {
   const int64_t q = local_q_heads(s, tp) * hd, kv = local_kv_heads(s, tp) * hd;
   const int64_t f = s.ffn_hidden / tp;
   const int64_t mats = s.mlp == MlpKind::kSwiGlu ? 3 : 2;
-  int64_t p = 2 * norm_params(s) + h * (q + 2 * kv) + q * h + mats * h * f;
+  int64_t p = (s.parallel_block ? 1 : 2) * norm_params(s) + h * (q + 2 * kv) + q * h + mats * h * f;
   if (s.bias) p += (q + 2 * kv) + h + (mats - 1) * f + h;  // row-parallel biases replicated
   return p;
 }
@@ -428,11 +428,13 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     ops.push_back(at);
   }
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
-  // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
-  ops.push_back(elementwise("attn_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
-  ops.back().bwd_input_flops = ops.back().fwd_flops;
-  finish(ops.back());
-  ops.push_back(norm("mlp_norm", spec, g.norm_tokens, g.ee));
+  if (!spec.parallel_block) {
+    // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
+    ops.push_back(elementwise("attn_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
+    ops.back().bwd_input_flops = ops.back().fwd_flops;
+    finish(ops.back());
+    ops.push_back(norm("mlp_norm", spec, g.norm_tokens, g.ee));
+  }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
     ops.push_back(gemm("mlp_gate", g.tokens, g.hidden, g.ffn_local, g.eg));
@@ -446,7 +448,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     ops.push_back(elementwise("mlp_act", ffn_elems, 8.0, 2.0, 3.0, g.ee));
   }
   ops.push_back(gemm("mlp_down", g.tokens, g.ffn_local, g.hidden, g.eg));
-  ops.push_back(elementwise("mlp_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
+  if (spec.parallel_block) {
+    // x + attention branch + MLP branch: 2 operations, read 3 + write 1.
+    ops.push_back(elementwise("block_residual", g.norm_tokens * g.hidden, 2.0, 4.0, 4.0, g.ee));
+  } else {
+    ops.push_back(elementwise("mlp_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
+  }
   ops.back().bwd_input_flops = ops.back().fwd_flops;
   finish(ops.back());
   return ops;
@@ -544,6 +551,28 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
   const char* mlp_in_last_bwd = spec.mlp == MlpKind::kSwiGlu ? "mlp_gate" : "mlp_up";
   LayerComm c;
   using CK = CollectiveKind;
+  if (spec.parallel_block) {
+    // One gathered input for both branches, their outputs summed before one reduction (forward);
+    // backward: the output gradient gathered once, the shared input regathered once for the weight
+    // gradients, and the two branches' input gradients summed before one reduction.
+    if (sp) add(c, "block_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, act, "attn_norm");
+    if (cp) add(c, "kv_allgather", CK::kAllGather, CommGroup::kCp, Pass::kForward, kv, qkv_last);
+    if (tp)
+      add(c, sp ? "block_out_reducescatter" : "block_out_allreduce", sp ? CK::kReduceScatter : CK::kAllReduce,
+          CommGroup::kTp, Pass::kForward, act, "mlp_down");
+    if (sp) {
+      add(c, "block_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "block_residual");
+      add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
+    }
+    if (cp) {
+      add(c, "kv_regather", CK::kAllGather, CommGroup::kCp, Pass::kBackward, kv, "attn_out_proj");
+      add(c, "dkv_reducescatter", CK::kReduceScatter, CommGroup::kCp, Pass::kBackward, kv, "attention");
+    }
+    if (tp)
+      add(c, sp ? "block_input_grad_reducescatter" : "block_input_grad_allreduce",
+          sp ? CK::kReduceScatter : CK::kAllReduce, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");
+    return c;
+  }
   // Forward.
   if (sp) add(c, "qkv_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, act, "attn_norm");
   if (cp) add(c, "kv_allgather", CK::kAllGather, CommGroup::kCp, Pass::kForward, kv, qkv_last);

@@ -60,6 +60,11 @@ struct ModelSpec {
   bool bias = false;             // biases on every linear layer (GPT / Megatron style)
   PositionKind position = PositionKind::kRope;
   int64_t max_seq_len = 0;       // rows of the learned position table (kLearned only)
+  // Parallel attention + MLP block (GPT-J; PaLM, Chowdhery et al. 2022 section 2): y = x +
+  // Attn(LN(x)) + MLP(LN(x)), one norm and one residual add per layer, and under TP the two
+  // branches' outputs are summed before one reduction (one all-reduce or reduce-scatter forward,
+  // one input-gradient reduction backward) instead of one per branch.
+  bool parallel_block = false;
 
   int64_t effective_head_dim() const { return head_dim > 0 ? head_dim : hidden / heads; }
 };

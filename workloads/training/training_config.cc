@@ -46,6 +46,7 @@ ModelSpec bind_model(const sim::ConfigNode& m) {
   std::string norm = m.get_enum("norm", {"rmsnorm", "layernorm"}, spec.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm");
   spec.norm = norm == "rmsnorm" ? NormKind::kRmsNorm : NormKind::kLayerNorm;
   spec.tied_embeddings = m.get_bool("tied_embeddings", spec.tied_embeddings);
+  spec.parallel_block = m.get_bool("parallel_block", spec.parallel_block);
   spec.bias = m.get_bool("bias", spec.bias);
   std::string pos = m.get_enum("position", {"rope", "learned"}, spec.position == PositionKind::kRope ? "rope" : "learned");
   spec.position = pos == "rope" ? PositionKind::kRope : PositionKind::kLearned;
