@@ -239,6 +239,47 @@ TEST(TrainingPipeline, TiedEmbeddingGradientsAreExchangedBetweenFirstAndLastStag
   EXPECT_EQ(exchanged(untied.programs[0]), std::make_pair(0.0, false));
 }
 
+TEST(TrainingDataParallel, WithoutOverlapEveryBucketWaitsForTheWholeBackward) {
+  // DDP over 2 GPUs joined by 100 GB/s NICs (94 GB/s of payload at the default nic_efficiency) with
+  // no latency: a 2-rank ring all-reduce of B bytes takes 2 x 1/2 x B / 94e9 s. With
+  // overlap_grad_reduce off (Megatron without --overlap-grad-reduce) every bucket starts after the
+  // last backward kernel, so none of it hides behind compute: the exposed data-parallel time is the
+  // sum of the buckets' all-reduces, G / 94 GB/s for G bytes of gradients (buckets run one after
+  // another on the DP stream). With overlap on, the buckets filled before the end run during the
+  // backward and less is exposed.
+  TrainingJob j = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
+  j.dp = 2;
+  j.global_batch = 4;
+  j.model = find_model_preset("llama3-8b");
+  j.model.layers = 4;
+  topo::FatTreeSpec ft;
+  ft.nic_bandwidth_Bps = 100e9;
+  ft.hop_latency = sim::Time::zero();
+  ft.nic_latency = sim::Time::zero();
+  ft.tiers = {topo::FatTreeTier{"leaf", 2, 1.0, 1}};
+  const topo::Topology net = topo::build_fat_tree(2, 1, ft);
+  j.overlap_grad_reduce = false;
+  const TrainingPlan plan = build_training(j);
+  int64_t last_compute = -1;
+  double grad_bytes = 0;
+  for (uint32_t i = 0; i < plan.programs[0].ops().size(); ++i) {
+    const Op& op = plan.programs[0].op(i);
+    if (op.kind == OpKind::kKernel && op.category == TrainingCategory::kCompute) last_compute = i;
+    if (op.kind == OpKind::kCollective && op.category == TrainingCategory::kDp) {
+      grad_bytes += op.bytes;
+      EXPECT_GT(static_cast<int64_t>(i), last_compute) << "a bucket before the backward ended";
+    }
+  }
+  ASSERT_GT(grad_bytes, 0.0);
+  const StepResult off = run_step(j, net);
+  const double dp_off = off.mean.exposed[static_cast<size_t>(Dim::kDp)];
+  EXPECT_NEAR(dp_off, grad_bytes / 94e9, grad_bytes / 94e9 * 1e-3);
+  j.overlap_grad_reduce = true;
+  const StepResult on = run_step(j, net);
+  EXPECT_LT(on.mean.exposed[static_cast<size_t>(Dim::kDp)], dp_off * 0.9);
+  EXPECT_LT(on.step_time_s, off.step_time_s);
+}
+
 TEST(TrainingMemory, OutOfMemoryNamesTheStageAndTheLargestPart) {
   // Llama 3 70B on 8 GPUs with only TP 8: 70.6e9 params x 16 bytes / 8 = 141 GB per rank of model
   // state alone, far above 80 GB.

@@ -42,9 +42,30 @@ class Bucketed : public DataParallelPolicy {
   double optimizer_share(double params) const override {
     return zero12_ ? params / static_cast<double>(job_.grad_group()) : params;
   }
+  // Without overlap, the buckets held back go out now, in order, after the last backward.
+  void after_passes() override {
+    for (const Held& h : held_) {
+      double b = h.params;
+      send_bucket(h.mb, b, h.layer);
+    }
+    held_.clear();
+  }
 
  private:
+  struct Held {
+    int32_t mb;
+    double params;
+    int64_t layer;
+  };
   void emit_bucket(int32_t mb, double& bucket, int64_t layer) {
+    if (!job_.overlap_grad_reduce) {
+      held_.push_back({mb, bucket, layer});
+      bucket = 0;
+      return;
+    }
+    send_bucket(mb, bucket, layer);
+  }
+  void send_bucket(int32_t mb, double& bucket, int64_t layer) {
     std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
     e_.add_collective(Dim::kDp, zero12_ ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, grad_bytes(bucket),
                       zero12_ ? "reduce-scatter grads" : "all-reduce grads", mb, static_cast<int32_t>(layer), deps);
@@ -53,6 +74,7 @@ class Bucketed : public DataParallelPolicy {
 
   bool zero12_;
   std::vector<uint32_t> gather_;  // per chunk: its parameter all-gather (ZeRO-1/2)
+  std::vector<Held> held_;        // buckets held back until after_passes() (no overlap)
 };
 
 // ZeRO-3 (FSDP), with HSDP's replicate all-reduce when dp_outer > 1.

@@ -37,6 +37,8 @@ class DataParallelPolicy {
   // gradients wait to be sent. flush() ends the chunk's pass (global chunk g).
   virtual void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double& bucket) {}
   virtual void flush(int32_t mb, bool grads_final, double& bucket, int32_t g) {}
+  // After the step's last pass, before the optimizer waits for the data-parallel streams.
+  virtual void after_passes() {}
   // Parameters whose optimizer state this rank updates, of `params` held.
   virtual double optimizer_share(double params) const { return params; }
 

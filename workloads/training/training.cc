@@ -297,6 +297,7 @@ class StageBuilder {
         case PassKind::kBackwardWeight: weight_grad(w.micro_batch, w.chunk); break;
       }
     }
+    dp_->after_passes();
     optimizer();
     Program& p = e_.program();
     p.finalize();

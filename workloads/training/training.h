@@ -67,6 +67,10 @@ struct TrainingJob {
   DataParallel data_parallel = DataParallel::kDdp;
   int64_t fsdp_prefetch = 1;           // ZeRO-3: all-gathers in flight ahead of compute
   double ddp_bucket_bytes = 25 << 20;  // PyTorch DDP default bucket_cap_mb = 25
+  // DDP / ZeRO-1/2: reduce each gradient bucket as soon as the last micro-batch's backward fills
+  // it, overlapped with the rest of the backward (PyTorch DDP; Megatron-LM --overlap-grad-reduce),
+  // or, off, every bucket after the backward pass ends (Megatron-LM's default without the flag).
+  bool overlap_grad_reduce = true;
   // Schedule.
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;

@@ -103,6 +103,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
+  j.overlap_grad_reduce = p.get_bool("overlap_grad_reduce", j.overlap_grad_reduce);
   j.split = kPipelineSplitNames.value(p.get_enum("layer_split", kPipelineSplitNames.names(), "even"));
 
   auto s = w.child("schedule");
