@@ -58,8 +58,14 @@ struct CommSpec {
 // A pass of a layer (or of the embedding/head) as alternating compute and communication. A
 // compute piece is one fused kernel: its cost terms (one per model op) are costed by the executor
 // from the hardware profile; `cost` is the same evaluated here (to drop empty pieces, and for MFU).
+// TP communication overlapped with GEMMs (tp_comm_overlap): an all-gather runs beside the GEMM
+// that consumes it (kWithNext), a reduce-scatter beside the GEMM that produces it (kWithPrev);
+// that GEMM is then a piece of its own.
+enum class Overlap : uint8_t { kNone, kWithNext, kWithPrev };
+
 struct Piece {
   bool comm = false;
+  Overlap overlap = Overlap::kNone;
   Cost cost;
   std::vector<CostTerm> terms;
   CommSpec spec;
@@ -193,11 +199,18 @@ CollectiveOp to_coll(CollectiveKind k) {
 // Ops run in `ops` order; a communication op whose after_op matches follows that op. A compute
 // piece is named by the pass and the model ops it covers: "fwd attn_norm..attn_out_proj".
 Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass pass, PassPart part,
-                   const Coster& coster, const std::string& label, bool with_comm) {
+                   const Coster& coster, const std::string& label, bool with_comm, bool tp_overlap) {
   Recipe r;
   Piece cur;
   double model_flops = 0;
   std::string first, last;
+  // With TP overlap: the GEMMs that produce a reduce-scatter's input (the op it follows) and the
+  // GEMM right after an all-gather become pieces of their own.
+  auto overlapped = [&](const CommOp& c) {
+    return tp_overlap && c.group == CommGroup::kTp &&
+           (c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kReduceScatter);
+  };
+  bool isolate_next = false;
   auto flush = [&] {
     cur.cost = coster.evaluate(cur.terms, model_flops);
     if (!cur.cost.empty()) {
@@ -209,11 +222,21 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
     first.clear();
   };
   for (const OpCost& o : ops) {
+    const bool gemm = o.cls == OpClass::kGemm;
+    bool produces_rs = false;
+    if (with_comm && gemm)
+      for (const CommOp& c : comm.ops)
+        produces_rs |= c.pass == pass && c.after_op == o.name && overlapped(c) && c.kind == CollectiveKind::kReduceScatter;
+    if (produces_rs && !cur.terms.empty()) flush();  // the producing GEMM alone
     double model = 0;
     cur.terms.push_back(coster.term(o, part, model));
     model_flops += model;
     if (first.empty()) first = o.name;
     last = o.name;
+    if (isolate_next && gemm) {
+      flush();  // the consuming GEMM alone
+      isolate_next = false;
+    }
     if (!with_comm) continue;
     for (const CommOp& c : comm.ops) {
       if (c.pass != pass || c.after_op != o.name) continue;
@@ -222,6 +245,12 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
       cp.comm = true;
       cp.spec = CommSpec{c.group == CommGroup::kTp ? Dim::kTp : Dim::kCp, to_coll(c.kind), c.bytes, c.name};
       cp.name = c.name;
+      if (overlapped(c) && c.kind == CollectiveKind::kAllGather) {
+        cp.overlap = Overlap::kWithNext;
+        isolate_next = true;
+      } else if (overlapped(c) && gemm) {
+        cp.overlap = Overlap::kWithPrev;
+      }
       r.push_back(cp);
     }
   }
@@ -239,14 +268,15 @@ struct PassRecipes {
   Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
 };
 
-PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster) {
+PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
+                              bool tp_overlap) {
   PassRecipes p;
   auto rev = reversed(ops);
-  p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true);
-  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true);
-  p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true);
-  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true);
-  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false);
+  p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true, tp_overlap);
+  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
+  p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);
+  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
+  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false, false);
   return p;
 }
 
@@ -309,22 +339,40 @@ class StageBuilder {
   int32_t last_global() const { return shape_.last_global(); }
 
   // Emits a recipe; the first compute waits on the frontier; returns the index of its first compute.
+  // Overlapped TP collectives (Piece::overlap): an all-gather starts where it would, but the GEMM
+  // after it does not wait for it, the op after that GEMM does; a reduce-scatter starts with the
+  // GEMM that produces it (after the compute before that GEMM) and the next op waits for both.
   int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat, const std::string& suffix) {
     int64_t first = -1;
+    int64_t before_last = -1;  // the compute op before the last one emitted here
+    int64_t held = -1;         // an all-gather the op after the next compute waits for
     for (const Piece& pc : r) {
       if (pc.comm) {
         if (!e_.has(pc.spec.dim)) continue;
         std::vector<uint32_t> deps = e_.frontier();
-        if (e_.last_compute() >= 0) deps.push_back(static_cast<uint32_t>(e_.last_compute()));
+        const int64_t after = pc.overlap == Overlap::kWithPrev ? before_last : e_.last_compute();
+        if (after >= 0) deps.push_back(static_cast<uint32_t>(after));
         uint32_t c = e_.add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes,
                                        pc.name + suffix + StageEmitter::mb_suffix(mb), mb, layer, deps);
         e_.frontier().clear();
-        e_.wait_for(c);
+        if (pc.overlap == Overlap::kWithNext) {
+          held = c;
+        } else {
+          e_.wait_for(c);
+          if (pc.overlap == Overlap::kWithPrev && e_.last_compute() >= 0)
+            e_.wait_for(static_cast<uint32_t>(e_.last_compute()));
+        }
       } else {
+        before_last = e_.last_compute();
         uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name + suffix + StageEmitter::mb_suffix(mb), cat, mb, layer);
         if (first < 0) first = c;
+        if (held >= 0) {
+          e_.wait_for(static_cast<uint32_t>(held));
+          held = -1;
+        }
       }
     }
+    if (held >= 0) e_.wait_for(static_cast<uint32_t>(held));
     return first;
   }
 
@@ -524,11 +572,11 @@ TrainingPlan build_training(const TrainingJob& job) {
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
   auto lcomm = layer_comm(job.model, b, s, shape, job.precision);
-  PassRecipes layer = make_pass_recipes(lops, lcomm, coster);
+  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
-                                        embedding_comm(job.model, b, s, shape, job.precision), coster);
+                                        embedding_comm(job.model, b, s, shape, job.precision), coster, false);
   PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision),
-                                       head_comm(job.model, b, s, shape, job.precision), coster);
+                                       head_comm(job.model, b, s, shape, job.precision), coster, false);
   // Parameters per rank: a layer, the embedding (first chunk), the final norm + head (last chunk).
   double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));
   int64_t chunks = job.pp * job.virtual_stages;

@@ -71,6 +71,10 @@ struct TrainingJob {
   // it, overlapped with the rest of the backward (PyTorch DDP; Megatron-LM --overlap-grad-reduce),
   // or, off, every bucket after the backward pass ends (Megatron-LM's default without the flag).
   bool overlap_grad_reduce = true;
+  // TP all-gathers and reduce-scatters (sequence parallelism) overlapped with the GEMMs that
+  // consume or produce them, chunk by chunk (Megatron-LM --tp-comm-overlap with Transformer
+  // Engine's userbuffers; PyTorch AsyncTP): they run beside that GEMM instead of before or after.
+  bool tp_comm_overlap = false;
   // Schedule.
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;
