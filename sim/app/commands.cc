@@ -65,17 +65,7 @@ void append_file(const std::string& path, const std::string& text) {
 
 wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& overrides, bool with_workload,
                        const std::string& max_memory = "") {
-  uint64_t limit = 0;
-  if (!max_memory.empty()) {
-    double b = 0;
-    try {
-      b = sim::parse_bytes(max_memory);
-    } catch (const sim::ConfigError& e) {
-      throw sim::UserError(std::string("--max-memory: ") + e.what());
-    }
-    if (b < 1) throw sim::UserError("--max-memory: must be at least 1 byte, got \"" + max_memory + "\"");
-    limit = static_cast<uint64_t>(b);
-  }
+  const uint64_t limit = max_memory_bytes(max_memory);
   sim::ConfigDoc doc = path.empty() ? sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default scenario>")
                                     : sim::ConfigDoc::load_file(path);
   for (const auto& o : overrides) doc.apply_override(o);
@@ -85,6 +75,18 @@ wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& 
 }  // namespace
 
 const char* default_scenario_yaml() { return wl::default_scenario_yaml(); }
+
+uint64_t max_memory_bytes(const std::string& text) {
+  if (text.empty()) return 0;
+  double b = 0;
+  try {
+    b = sim::parse_bytes(text);
+  } catch (const sim::ConfigError& e) {
+    throw sim::UserError(std::string("--max-memory: ") + e.what());
+  }
+  if (b < 1) throw sim::UserError("--max-memory: must be at least 1 byte, got \"" + text + "\"");
+  return static_cast<uint64_t>(b);
+}
 
 int cmd_run(const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();

@@ -75,6 +75,17 @@ struct CalibrateOptions {
   bool quiet = false;
 };
 
+struct SweepOptions {
+  std::string scenario;                // empty: the built-in default
+  std::vector<std::string> axes;       // KEY=V1,V2,...
+  std::vector<std::string> overrides;  // --set, applied to every point before the axes
+  std::string csv;
+  std::string json;
+  int threads = 0;  // 0: every core
+  std::string max_memory;
+  bool quiet = false;
+};
+
 // Output files: checked writable before anything is simulated (naming the option), and written
 // whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was.
 void check_output(const std::string& path, const char* option);
@@ -88,6 +99,10 @@ int cmd_topology(const TopologyOptions& opt);
 int cmd_catalog();
 // Predicted vs published throughput (sim/app/validate.cc); 1 when a row is outside tolerance.
 int cmd_validate(const ValidateOptions& opt);
+// One scenario at every point of a grid of overrides (sim/app/sweep.cc).
+int cmd_sweep(const SweepOptions& opt);
+// --max-memory as bytes (0: not given); a UserError naming the option when it is not a size.
+uint64_t max_memory_bytes(const std::string& text);
 
 // The scenario `clustersim run` uses when given no file.
 const char* default_scenario_yaml();

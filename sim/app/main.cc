@@ -101,6 +101,20 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--fingerprint", val.fingerprint, "Write one golden fingerprint line per row to FILE");
   val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::Range(1, 256));
 
+  app::SweepOptions sweep;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep", "Run a scenario at every point of a grid of overrides; one CSV/JSON row per point");
+  sweep_cmd->add_option("scenario", sweep.scenario, "Scenario YAML file (default: the built-in one)");
+  sweep_cmd->add_option("--axis", sweep.axes, "KEY=V1,V2,...: one axis of the grid (repeatable; the first outermost)")
+      ->required();
+  sweep_cmd->add_option("--set", sweep.overrides, "Override a scenario key at every point (repeatable)");
+  sweep_cmd->add_option("--csv", sweep.csv, "Write one row per point as CSV");
+  sweep_cmd->add_option("--json", sweep.json, "Write every point's result as JSON");
+  sweep_cmd->add_option("--threads", sweep.threads, "Points run at once (default: every core); rows do not depend on it")
+      ->check(CLI::Range(1, 1024));
+  sweep_cmd->add_option("--max-memory", sweep.max_memory, "Refuse clusters whose model would need more memory than this");
+  sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "Print nothing but errors");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,6 +131,7 @@ int main(int argc, char** argv) {
     if (*faults_cmd) return app::cmd_faults(faults);
     if (*replay_cmd) return app::cmd_replay(replay);
     if (*cal_cmd) return app::cmd_calibrate(cal);
+    if (*sweep_cmd) return app::cmd_sweep(sweep);
   } catch (const sim::UserError& e) {
     std::fprintf(stderr, "clustersim: error: %s\n", e.what());
     return 2;

@@ -1135,3 +1135,93 @@ TEST_F(CliSubcommands, CatalogListsH100) {
 }
 
 }  // namespace
+
+namespace {
+
+class CliSweep : public CliTest {};
+
+// Splits one CSV line (the sweep quotes cells holding commas or quotes).
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cur += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+TEST_F(CliSweep, SixteenPointsOneRowEachTheSameOnOneAndTwoThreads) {
+  // The built-in default (Llama 3 8B on 64 H100s) over tp x pp = {1,2,4,8}^2 with dp: auto.
+  const std::vector<std::string> axes = {"sweep", "--axis", "workload.parallelism.tp=1,2,4,8", "--axis",
+                                         "workload.parallelism.pp=1,2,4,8", "--set", "workload.parallelism.dp=auto"};
+  auto with = [&](const std::string& threads, const std::string& tag) {
+    std::vector<std::string> a = axes;
+    for (const std::string& s : std::vector<std::string>{"--threads", threads, "--csv", tag + ".csv", "--json", tag + ".json", "-q"})
+      a.push_back(s);
+    return run(a);
+  };
+  CliResult one = with("1", "one");
+  ASSERT_EQ(one.status, 0) << one.err;
+  CliResult two = with("2", "two");
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_EQ(read_text(file("one.csv")), read_text(file("two.csv")));
+  EXPECT_EQ(read_text(file("one.json")), read_text(file("two.json")));
+
+  std::istringstream csv(read_text(file("one.csv")));
+  std::string line;
+  ASSERT_TRUE(std::getline(csv, line));
+  const std::vector<std::string> header = csv_cells(line);
+  for (const char* col : {"workload.parallelism.tp", "workload.parallelism.pp", "status", "error", "step_time_s",
+                          "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown.compute_s", "breakdown.exposed_tp_s",
+                          "breakdown.bubble_s", "memory.peak_bytes", "memory.fits", "config.model", "config.gpu",
+                          "config.dp"})
+    EXPECT_NE(std::find(header.begin(), header.end(), col), header.end()) << col;
+  auto col = [&](const char* name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(csv, line)) rows.push_back(csv_cells(line));
+  ASSERT_EQ(rows.size(), 16u);
+  // tp 1, pp 1: 8B params x 16 bytes of model state on every GPU does not fit in 80 GB.
+  EXPECT_EQ(rows[0][col("status")], "error");
+  EXPECT_NE(rows[0][col("error")].find("out of memory"), std::string::npos) << rows[0][col("error")];
+  // tp 8, pp 4 (row 14): the default scenario itself, dp = 64 / 32 = 2; the same step as `run`.
+  EXPECT_EQ(rows[14][col("status")], "ok");
+  EXPECT_EQ(rows[14][col("config.dp")], "2");
+  ASSERT_EQ(run({"run", "--json", "default.json", "-q"}).status, 0);
+  const json d = read_json("default.json");
+  EXPECT_EQ(std::stod(rows[14][col("step_time_s")]), d["step_time_s"].get<double>());
+  // The JSON holds the same points in the same order.
+  const json j = read_json("one.json");
+  ASSERT_EQ(j["points"].size(), 16u);
+  EXPECT_EQ(j["points"][14]["at"]["workload.parallelism.tp"], "8");
+  EXPECT_EQ(j["points"][0]["status"], "error");
+}
+
+TEST_F(CliSweep, BadAxesAreOneLineErrors) {
+  CliResult r = run({"sweep", "--axis", "workload.parallelism.tp"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--axis: expected KEY=V1,V2"), std::string::npos) << r.err;
+  r = run({"sweep", "--axis", "a=1", "--axis", "a=2"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=1", "--csv", "no/such/dir/x.csv"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--csv"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -14,15 +14,22 @@ namespace wl {
 
 namespace {
 
-// The parts of a step in report order, with their labels.
-std::vector<std::pair<std::string, double>> breakdown_parts(const Breakdown& b) {
-  return {{"compute", b.compute},
-          {"exposed tp comm", b.exposed[static_cast<size_t>(Dim::kTp)]},
-          {"exposed cp comm", b.exposed[static_cast<size_t>(Dim::kCp)]},
-          {"exposed pp comm", b.exposed[static_cast<size_t>(Dim::kPp)]},
-          {"exposed dp comm", b.exposed[static_cast<size_t>(Dim::kDp)] + b.exposed[static_cast<size_t>(Dim::kDpOuter)]},
-          {"pipeline bubble", b.bubble},
-          {"optimizer", b.optimizer}};
+// The parts of a step in report order: the summary's label, the JSON key (snake_case, unit in the
+// name) and the seconds.
+struct Part {
+  const char* label;
+  const char* key;
+  double seconds;
+};
+std::vector<Part> breakdown_parts(const Breakdown& b) {
+  return {{"compute", "compute_s", b.compute},
+          {"exposed tp comm", "exposed_tp_s", b.exposed[static_cast<size_t>(Dim::kTp)]},
+          {"exposed cp comm", "exposed_cp_s", b.exposed[static_cast<size_t>(Dim::kCp)]},
+          {"exposed pp comm", "exposed_pp_s", b.exposed[static_cast<size_t>(Dim::kPp)]},
+          {"exposed dp comm", "exposed_dp_s",
+           b.exposed[static_cast<size_t>(Dim::kDp)] + b.exposed[static_cast<size_t>(Dim::kDpOuter)]},
+          {"pipeline bubble", "bubble_s", b.bubble},
+          {"optimizer", "optimizer_s", b.optimizer}};
 }
 
 class TrainingJobImpl : public Job {
@@ -237,8 +244,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           r.tflops_per_gpu);
   appendf(o, "  MFU               %10.1f %%  of %.0f TFLOP/s peak\n\n", r.mfu * 100, r.peak_flops / 1e12);
   appendf(o, "  where the time goes (mean over ranks; parts add up to the step time):\n");
-  for (const auto& [label, v] : breakdown_parts(r.mean))
-    appendf(o, "    %-18s %10.4f s  %5.1f %%\n", label.c_str(), v, r.step_time_s > 0 ? v / r.step_time_s * 100 : 0);
+  for (const Part& p : breakdown_parts(r.mean))
+    appendf(o, "    %-18s %10.4f s  %5.1f %%\n", p.label, p.seconds, r.step_time_s > 0 ? p.seconds / r.step_time_s * 100 : 0);
   appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the CUDA\n"
           "  context and %d NCCL communicator(s)):\n",
           sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),
@@ -265,7 +272,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   out["mfu"] = r.mfu;
   out["mfu_convention"] = "model FLOPs 6N + 12*L*H*Q*T per token (PaLM), recompute excluded, dense peak of the precision";
   nlohmann::ordered_json b;
-  for (const auto& [label, v] : breakdown_parts(r.mean)) b[label] = v;
+  for (const Part& p : breakdown_parts(r.mean)) b[p.key] = p.seconds;
   out["breakdown"] = b;
   double peak = 0;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -289,6 +296,26 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   mem["fits"] = r.fits;
   mem["stages"] = stages;
   out["memory"] = mem;
+  // The configuration that ran, so rows of runs and sweeps can be joined on it.
+  const TrainingJob& j = ts.job;
+  nlohmann::ordered_json c;
+  c["model"] = j.model.name;
+  c["gpu"] = j.gpu.name;
+  c["gpus"] = j.world();
+  c["tp"] = j.tp;
+  c["cp"] = j.cp;
+  c["pp"] = j.pp;
+  c["dp"] = j.dp;
+  c["dp_outer"] = j.dp_outer;
+  c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
+  c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));
+  c["virtual_stages"] = j.virtual_stages;
+  c["seq_len"] = j.seq_len;
+  c["micro_batch"] = j.micro_batch;
+  c["global_batch"] = j.global_batch;
+  c["precision"] = std::string(kPrecisionNames.name(j.precision));
+  c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
+  out["config"] = c;
   nlohmann::ordered_json w;
   w["ranks"] = ts.job.world();
   w["micro_batches"] = r.micro_batches;

@@ -77,8 +77,19 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.tp = p.get_int_in("tp", 1, 1 << 20, 1);
   j.cp = p.get_int_in("cp", 1, 1 << 20, 1);
   j.pp = p.get_int_in("pp", 1, 1 << 20, 1);
-  j.dp = p.get_int_in("dp", 1, 1 << 24, 1);
   j.dp_outer = p.get_int_in("dp_outer", 1, 1 << 24, 1);
+  // dp: auto (torchtitan's -1): whatever the other dimensions leave of the cluster's GPUs.
+  if (auto d = p.find("dp"); d && d->is_scalar() && d->as_string() == "auto") {
+    const uint64_t others = static_cast<uint64_t>(j.tp) * static_cast<uint64_t>(j.cp) * static_cast<uint64_t>(j.pp) *
+                            static_cast<uint64_t>(j.dp_outer);
+    if (others == 0 || gpus % others != 0)
+      d->fail("auto: tp x cp x pp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
+              std::to_string(j.pp) + " x " + std::to_string(j.dp_outer) + " = " + std::to_string(others) +
+              " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
+    j.dp = static_cast<int64_t>(gpus / others);
+  } else {
+    j.dp = p.get_int_in("dp", 1, 1 << 24, 1);
+  }
   j.sequence_parallel = p.get_bool("sequence_parallel", j.tp > 1);
   auto order = p.get_string_list("order", {"tp", "cp", "pp", "dp", "dp_outer"});
   {
