@@ -57,6 +57,10 @@ RunResult Simulation::run(Time horizon) {
       fluid_->settle();
       ++settles_;
     }
+    if (progress_ && events_ >= next_progress_) {
+      next_progress_ = events_ + 65536;
+      progress_->on_progress(now_, events_);
+    }
   }
   result.end_time = now_;
   result.events = events_;

@@ -50,6 +50,14 @@ struct RunResult {
   std::string deadlock_report;
 };
 
+// Told every 65,536 events or so how far a run has got (a terminal's progress line); nothing on
+// the hot path but one comparison per timestamp.
+class ProgressListener {
+ public:
+  virtual ~ProgressListener() = default;
+  virtual void on_progress(Time now, uint64_t events) = 0;
+};
+
 class Simulation {
  public:
   explicit Simulation(uint64_t seed, QueueKind queue = kDefaultQueue);
@@ -82,11 +90,14 @@ class Simulation {
   void finish();
   bool finished() const { return finished_; }
   uint64_t events_processed() const { return events_; }
+  void set_progress(ProgressListener* p) { progress_ = p; }
 
  private:
   uint64_t seed_;
   Time now_;
   uint64_t events_ = 0;
+  uint64_t next_progress_ = 65536;
+  ProgressListener* progress_ = nullptr;
   uint64_t settles_ = 0;
   bool finished_ = false;
   std::unique_ptr<EventQueue> queue_;

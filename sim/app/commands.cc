@@ -76,6 +76,39 @@ wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& 
 
 const char* default_scenario_yaml() { return wl::default_scenario_yaml(); }
 
+bool show_progress(bool quiet) { return !quiet && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO); }
+
+void TerminalProgress::on_progress(sim::Time now, uint64_t events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t = std::chrono::steady_clock::now();
+  if (shown_ && t - last_ < std::chrono::milliseconds(500)) return;
+  const double wall = std::chrono::duration<double>(t - start_).count();
+  std::fprintf(stderr, "\r  simulated %s, %.2f M events, %.2f M events/s   ", sim::format_duration(now).c_str(),
+               static_cast<double>(events) / 1e6, wall > 0 ? static_cast<double>(events) / 1e6 / wall : 0.0);
+  std::fflush(stderr);
+  last_ = t;
+  shown_ = true;
+}
+
+void TerminalProgress::count(const char* label, size_t done, size_t total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t = std::chrono::steady_clock::now();
+  if (shown_ && done < total && t - last_ < std::chrono::milliseconds(500)) return;
+  const double wall = std::chrono::duration<double>(t - start_).count();
+  const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+  std::fprintf(stderr, "\r  %s: %zu of %zu (%.0f%%), %.1f s, about %.0f s left   ", label, done, total, f * 100, wall,
+               f > 0 ? wall * (1 - f) / f : 0.0);
+  std::fflush(stderr);
+  last_ = t;
+  shown_ = true;
+}
+
+void TerminalProgress::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shown_) std::fprintf(stderr, "\r%100s\r", "");
+  shown_ = false;
+}
+
 uint64_t max_memory_bytes(const std::string& text) {
   if (text.empty()) return 0;
   double b = 0;
@@ -158,7 +191,10 @@ int cmd_run(const RunOptions& opt) {
       exported = true;
     };
   }
+  TerminalProgress progress;
+  if (show_progress(opt.quiet)) sim.set_progress(&progress);
   wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
+  progress.clear();
   const wl::JobResult& result = *out.result;
   if (exported && !opt.quiet)
     std::printf("Chakra traces written: %s.0.et .. %s.%u.et\n\n", opt.chakra.c_str(), opt.chakra.c_str(),
@@ -220,7 +256,7 @@ int cmd_faults(const FaultsOptions& opt) {
   wl::JobContext ctx;
   ctx.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ctx.trials = opt.trials;
-  const bool tty = !opt.quiet && isatty(fileno(stderr));
+  const bool tty = show_progress(opt.quiet);
   if (tty) {
     auto shown = std::make_shared<std::atomic<int64_t>>(-1);  // the last percent printed (trials run on threads)
     ctx.progress = [wall0, shown](int64_t done, int64_t total) {

@@ -4,7 +4,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <chrono>
+#include <mutex>
 #include <string>
+
+#include "sim/simulation.h"
 #include <vector>
 
 namespace app {
@@ -99,6 +103,24 @@ int cmd_topology(const TopologyOptions& opt);
 int cmd_catalog();
 // Predicted vs published throughput (sim/app/validate.cc); 1 when a row is outside tolerance.
 int cmd_validate(const ValidateOptions& opt);
+// Progress on a terminal: only when stdout and stderr are both terminals and not --quiet. The
+// line goes to stderr, is rewritten in place at most twice a second and cleared by clear().
+bool show_progress(bool quiet);
+class TerminalProgress : public sim::ProgressListener {
+ public:
+  // Simulation progress (simulated time, events, events/s) of one run.
+  void on_progress(sim::Time now, uint64_t events) override;
+  // "label: done of total (p%), s, about s left" for sweeps, rows, trials (thread-safe).
+  void count(const char* label, size_t done, size_t total);
+  void clear();
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+};
+
 // One scenario at every point of a grid of overrides (sim/app/sweep.cc).
 int cmd_sweep(const SweepOptions& opt);
 // --max-memory as bytes (0: not given); a UserError naming the option when it is not a size.

@@ -13,6 +13,7 @@
 // failed point is a row, never the end of the sweep. Rows are written in point order whatever the
 // thread count, with no wall-clock figure, so outputs are byte-identical for a given seed.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <thread>
 #include <map>
@@ -107,6 +108,9 @@ int cmd_sweep(const SweepOptions& opt) {
     return axes[k].values[(i / stride) % axes[k].values.size()];
   };
   std::vector<Row> rows(points);
+  TerminalProgress progress;
+  const bool tty = show_progress(opt.quiet);
+  std::atomic<size_t> done{0};
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   sim::parallel_for(points, threads, [&](size_t i) {
     Row& row = rows[i];
@@ -137,7 +141,9 @@ int cmd_sweep(const SweepOptions& opt) {
       row.error = e.what();
     }
     flatten(row.result, "", row.fields);
+    if (tty) progress.count("sweep points", ++done, points);
   });
+  progress.clear();
 
   // Columns: the axes, status, error, then every result key in first-seen order over the rows.
   std::vector<std::string> columns;

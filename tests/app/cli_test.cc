@@ -1225,3 +1225,27 @@ TEST_F(CliSweep, BadAxesAreOneLineErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+class CliProgress : public CliTest {};
+
+TEST_F(CliProgress, ShownOnATerminalNeverInAPipeOrWithQuiet) {
+  // `script` (util-linux, essential on Debian) runs the command on a pseudo-terminal and copies
+  // what it prints. The default scenario (~250k events) reports its progress at least once.
+  const std::string cmd = quote(kBinary) + " run";
+  const std::string pty_cmd = "cd " + quote(dir_.string()) + " && script -qec " + quote(cmd) + " /dev/null > pty.txt 2>&1";
+  ASSERT_EQ(std::system(pty_cmd.c_str()), 0);
+  const std::string pty = read_text(file("pty.txt"));
+  EXPECT_NE(pty.find("M events/s"), std::string::npos) << pty.substr(0, 400);
+  EXPECT_NE(pty.find("step time"), std::string::npos);  // and the summary after it
+  CliResult piped = run({"run"});
+  ASSERT_EQ(piped.status, 0);
+  EXPECT_EQ(piped.out.find("events/s"), std::string::npos);
+  EXPECT_EQ(piped.err.find("events/s"), std::string::npos);
+  const std::string quiet_cmd = "cd " + quote(dir_.string()) + " && script -qec " + quote(cmd + " -q") + " /dev/null > quiet.txt 2>&1";
+  ASSERT_EQ(std::system(quiet_cmd.c_str()), 0);
+  EXPECT_EQ(read_text(file("quiet.txt")).find("events/s"), std::string::npos);
+}
+
+}  // namespace
