@@ -63,6 +63,18 @@ struct InstantRecord {
   Time time;
 };
 
+// One end of an arrow between two tracks (a message from its send to its receive): the start on
+// the sender's track, the end on the receiver's, matched by `id`; each binds to the span that
+// encloses its time on its track.
+struct FlowRecord {
+  uint64_t id = 0;
+  uint32_t process = 0;
+  uint32_t thread = 0;
+  uint32_t name = kNoName;
+  Time time;
+  bool start = true;
+};
+
 class Observer {
  public:
   virtual ~Observer() = default;
@@ -72,6 +84,7 @@ class Observer {
   virtual void on_span(const SpanRecord& r, const NameTable& names) {}
   virtual void on_counter(const CounterRecord& r, const NameTable& names) {}
   virtual void on_instant(const InstantRecord& r, const NameTable& names) {}
+  virtual void on_flow(const FlowRecord& r, const NameTable& names) {}
   // The run ended at simulated time `end`; sinks flush.
   virtual void on_finish(Time end) {}
 };
@@ -98,6 +111,9 @@ class ObserverBus {
   }
   void instant(const InstantRecord& r) {
     for (auto* o : observers_) o->on_instant(r, names_);
+  }
+  void flow(const FlowRecord& r) {
+    for (auto* o : observers_) o->on_flow(r, names_);
   }
   void finish(Time end) {
     for (auto* o : observers_) o->on_finish(end);

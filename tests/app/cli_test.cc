@@ -1249,3 +1249,39 @@ TEST_F(CliProgress, ShownOnATerminalNeverInAPipeOrWithQuiet) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliTrace, DefaultTrainingTraceHasOneRankPerStageAndArrowsBetweenThem) {
+  // The default scenario has 4 pipeline stages (tp 8 innermost: stage s starts at rank 8 s); its
+  // trace shows exactly their first ranks, and every pipeline message between them is a flow whose
+  // start and end each lie inside a slice of their own track (so the viewer draws the arrow).
+  ASSERT_EQ(run({"run", "--trace", "t.json", "-q"}).status, 0);
+  const json t = read_json("t.json");
+  const json& ev = t.is_object() ? t["traceEvents"] : t;
+  std::set<int> pids;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
+  for (const auto& e : ev)
+    if (e["ph"] == "X") {
+      pids.insert(e["pid"].get<int>());
+      const double ts = e["ts"].get<double>();
+      slices[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({ts, ts + e["dur"].get<double>()});
+    }
+  EXPECT_EQ(pids, (std::set<int>{0, 8, 16, 24}));
+  std::map<uint64_t, int> ends;
+  size_t flows = 0;
+  for (const auto& e : ev) {
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    ++flows;
+    ends[e["id"].get<uint64_t>()] += e["ph"] == "s" ? 1 : 10;
+    const double ts = e["ts"].get<double>();
+    bool inside = false;
+    for (const auto& [a, b] : slices[{e["pid"].get<int>(), e["tid"].get<int>()}]) inside |= a <= ts && ts <= b && b > a;
+    EXPECT_TRUE(inside) << e.dump();
+  }
+  // 32 micro-batches x 3 stage boundaries x 2 directions (activations forward, gradients back).
+  EXPECT_EQ(flows, 2u * 32 * 3 * 2);
+  for (const auto& [id, v] : ends) EXPECT_EQ(v, 11) << "flow " << id << " lacks an end";
+}
+
+}  // namespace

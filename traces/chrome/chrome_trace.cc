@@ -419,6 +419,24 @@ void ChromeTraceWriter::on_instant(const sim::InstantRecord& r, const sim::NameT
   end_event();
 }
 
+void ChromeTraceWriter::on_flow(const sim::FlowRecord& r, const sim::NameTable& names) {
+  if (finished_ || !keep_process(r.process)) return;
+  if (r.time < options_.window_from || r.time >= options_.window_to) return;
+  begin_event();
+  buf_ += r.start ? "{\"ph\":\"s\",\"name\":" : "{\"ph\":\"f\",\"bp\":\"e\",\"name\":";
+  append_json_string(buf_, r.name != sim::kNoName ? std::string_view(names.name(r.name)) : std::string_view());
+  buf_ += ",\"cat\":\"flow\",\"id\":";
+  buf_ += std::to_string(r.id);
+  buf_ += ",\"pid\":";
+  buf_ += std::to_string(r.process);
+  buf_ += ",\"tid\":";
+  buf_ += std::to_string(r.thread);
+  buf_ += ",\"ts\":";
+  append_us_from_ns(buf_, r.time.count_ns());
+  buf_ += '}';
+  end_event();
+}
+
 void ChromeTraceWriter::on_finish(sim::Time end) {
   if (finished_) return;
   finish(end);

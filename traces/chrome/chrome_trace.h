@@ -84,6 +84,8 @@ class ChromeTraceWriter : public sim::Observer {
   void on_span(const sim::SpanRecord& r, const sim::NameTable& names) override;
   void on_counter(const sim::CounterRecord& r, const sim::NameTable& names) override;
   void on_instant(const sim::InstantRecord& r, const sim::NameTable& names) override;
+  // Flow events (ph "s" / "f", bound to the enclosing slice): arrows in Perfetto.
+  void on_flow(const sim::FlowRecord& r, const sim::NameTable& names) override;
   // Closes the array and the object and flushes and closes the file. Records after it are
   // ignored. Throws sim::UserError on a write error.
   void on_finish(sim::Time end) override;

@@ -65,6 +65,9 @@ class Job {
   // Releases what start() set up on the simulation, so call it while the simulation and the
   // resources given to start() still live.
   virtual std::unique_ptr<JobResult> finish(const sim::RunResult& run) = 0;
+  // The ranks a trace shows when the user names none: one per distinct program where the kind
+  // knows them (a training step: one per pipeline stage); empty: the caller's default.
+  virtual std::vector<uint32_t> default_trace_ranks() const { return {}; }
 };
 
 // What a kind binds its `workload:` section against.

@@ -36,6 +36,15 @@ class TrainingJobImpl : public Job {
  public:
   TrainingJobImpl(TrainingSettings ts, std::optional<FailureSettings> failures, uint32_t spare_nodes)
       : ts_(std::move(ts)), failures_(std::move(failures)), spare_nodes_(spare_nodes) {}
+  // One rank per pipeline stage: stage s's first rank (every other coordinate 0) runs the same
+  // program as the rest of its stage.
+  std::vector<uint32_t> default_trace_ranks() const override {
+    const TrainingJob& j = ts_.job;
+    const Layout layout({j.tp, j.cp, j.pp, j.dp, j.dp_outer}, j.order);
+    std::vector<uint32_t> ranks;
+    for (int64_t s = 0; s < j.pp; ++s) ranks.push_back(static_cast<uint32_t>(s) * layout.stride(Dim::kPp));
+    return ranks;
+  }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
     res_ = &res;
     StepOptions opt;

@@ -424,6 +424,8 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       const sim::Time sent = arrival_[recv_base_[rank] + op.index];
       if (!sent.is_infinite()) {
         ranks_[rank].last_recv_send_start = sent;
+        if (!flow_of_slot_.empty() && flow_of_slot_[recv_base_[rank] + op.index] != 0)
+          end_flow(rank, s, flow_of_slot_[recv_base_[rank] + op.index], false);
         complete(rank, s);
       }
       break;
@@ -605,12 +607,25 @@ void ProgramExecutor::issue_send(uint32_t rank, uint16_t s, const Op& op) {
   }
   const uint32_t f = take_slot(send_flights_, free_send_flights_);
   send_flights_[f] = SendFlight{rank, dst, op.tag, s, sim_.now()};
+  auto& bus = sim_.observers();
+  if (bus.active() && traced_[rank] && traced_[dst]) {
+    // An arrow from the send (on the sender's stream) to the recv it completes.
+    sim::FlowRecord fr;
+    fr.id = ++flows_;
+    fr.process = rank;
+    fr.thread = s;
+    fr.name = bus.names().intern(program_of(rank).name(op.name));
+    fr.time = sim_.now();
+    fr.start = true;
+    bus.flow(fr);
+    send_flights_[f].flow = fr.id;
+  }
   const CollectivePlan& plan = send_plan(op.bytes);
   uint32_t pair[2] = {job_.gpu_of(rank), job_.gpu_of(dst)};
   runtime_.start(plan, pair, this, kSendTag | f, true);
 }
 
-void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start) {
+void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start, uint64_t flow) {
   const Program& p = program_of(dst);
   auto take = [&](const std::vector<uint32_t>* slots) -> int64_t {
     if (!slots) return -1;
@@ -635,6 +650,16 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
   const uint32_t op_index = p.recv_op_of_slot(static_cast<uint32_t>(slot));
   const Op& op = p.op(op_index);
   StreamState& st = ss(dst, op.stream);
+  if (flow != 0) {
+    // The recv already waits: the arrow ends in its span, which ends now. Otherwise it ends when
+    // the recv runs (issue()).
+    if (st.busy && p.stream_ops(op.stream)[st.next] == op_index) {
+      end_flow(dst, op.stream, flow, st.started < sim_.now());
+    } else {
+      if (flow_of_slot_.empty()) flow_of_slot_.assign(arrival_.size(), 0);
+      flow_of_slot_[recv_base_[dst] + static_cast<uint64_t>(slot)] = flow;
+    }
+  }
   if (st.busy && p.stream_ops(op.stream)[st.next] == op_index) {
     ranks_[dst].last_recv_send_start = send_start;
     complete(dst, op.stream);
@@ -718,7 +743,7 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
     SendFlight sf = send_flights_[f];
     free_send_flights_.push_back(f);
     if (!ranks_[sf.src].dead) complete(sf.src, sf.stream);
-    deliver(sf.dst, sf.src, sf.tag, sf.start);
+    deliver(sf.dst, sf.src, sf.tag, sf.start, sf.flow);
     return;
   }
   const auto f = static_cast<uint32_t>(tag);
@@ -977,6 +1002,17 @@ const CollectivePlan& ProgramExecutor::send_plan(double bytes) {
   t.latency_steps = 1;
   plan->phases.push_back(Phase{{t}});
   return *(send_plans_[bytes] = std::move(plan));
+}
+
+void ProgramExecutor::end_flow(uint32_t rank, uint16_t stream, uint64_t flow, bool inside_span) {
+  sim::FlowRecord fr;
+  fr.id = flow;
+  fr.process = rank;
+  fr.thread = stream;
+  // 1 ns before the end of a span that ends now, so that the arrow binds to it.
+  fr.time = inside_span ? sim_.now() - sim::Time::ns(1) : sim_.now();
+  fr.start = false;
+  sim_.observers().flow(fr);
 }
 
 void ProgramExecutor::trace_instant(uint32_t rank, uint16_t stream, const std::string& name) {

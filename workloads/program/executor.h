@@ -185,6 +185,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t src = 0, dst = 0, tag = 0;
     uint16_t stream = 0;
     sim::Time start;
+    uint64_t flow = 0;  // the trace arrow's id when both ends are traced; 0: none
   };
   struct Delay {
     uint32_t rank = 0;
@@ -207,7 +208,9 @@ class ProgramExecutor : public sim::ActivityOwner,
   void release_parked(uint32_t instance, uint32_t size);
   bool halted(uint32_t rank) const { return stopped_ || ranks_[rank].dead; }
   void issue_send(uint32_t rank, uint16_t s, const Op& op);
-  void deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start);
+  void deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start, uint64_t flow);
+  // The trace arrow of a message into recv slot `slot` of `rank` ends at the recv's stream now.
+  void end_flow(uint32_t rank, uint16_t stream, uint64_t flow, bool inside_span);
   bool resolve_peer(uint32_t rank, const Op& op, uint32_t& peer) const;
   void fail(std::string message);
   // Group of `rank` in communicator c: instance index, size; false when rank is not a member.
@@ -300,6 +303,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   bool stopped_ = false;  // error_ is set: nothing more is issued
   // trace
   std::vector<uint8_t> traced_;
+  uint64_t flows_ = 0;                 // trace arrows drawn so far (their ids)
+  std::vector<uint64_t> flow_of_slot_;  // per receive slot: its arrow, until the recv runs (traced jobs only)
   std::vector<std::vector<uint32_t>> bus_names_;  // per template: program name id -> bus name id
   uint32_t key_mb_ = sim::kNoName, key_layer_ = sim::kNoName, key_bytes_ = sim::kNoName, key_ext_ = sim::kNoName;
 };
