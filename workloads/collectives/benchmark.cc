@@ -258,6 +258,8 @@ std::vector<CollectiveResult> CollectiveBenchmark::finish(const sim::RunResult& 
     r.op = plan.op;
     r.algorithm = plan.algorithm;
     r.protocol = plan.protocol;
+    r.requested = test.algorithm;
+    r.test = t;
     r.note = plan.note;
     r.ranks = static_cast<uint32_t>(test.group.size());
     r.size_bytes = test.sizes[s];

@@ -46,6 +46,8 @@ struct CollectiveResult {
   CollectiveOp op;
   Algorithm algorithm;  // the one used
   Protocol protocol;    // the one used
+  Algorithm requested = Algorithm::kAuto;  // what the test asked for
+  size_t test = 0;                         // index of its test in the config
   std::string note;     // auto's reasoning, fallbacks
   uint32_t ranks = 0;
   double size_bytes = 0;

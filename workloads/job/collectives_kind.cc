@@ -32,15 +32,25 @@ class CollectivesResult : public JobResult {
             static_cast<long long>(cfg_.iterations), static_cast<long long>(cfg_.warmup));
     appendf(o, "%-15s %-17s %-7s %7s %10s %12s %10s %10s\n", "op", "algorithm", "proto", "ranks", "size", "time (us)",
             "algbw GB/s", "busbw GB/s");
-    std::set<std::string> notes;
-    for (const auto& r : results_) {
-      appendf(o, "%-15s %-17s %-7s %7u %10s %12.2f %10.2f %10.2f\n", std::string(op_name(r.op)).c_str(),
-              std::string(algorithm_name(r.algorithm)).c_str(), std::string(protocol_name(r.protocol)).c_str(), r.ranks,
-              sim::format_bytes(r.size_bytes).c_str(),
+    // One block per test: its rows, then its notes (auto's choice per size, fallbacks), each
+    // note once, on the size it first applies to. The algorithm column shows the one that ran,
+    // and "(auto)" where the test left the choice to auto.
+    for (size_t i = 0; i < results_.size(); ++i) {
+      const auto& r = results_[i];
+      std::string alg(algorithm_name(r.algorithm));
+      if (r.requested == Algorithm::kAuto) alg += " (auto)";
+      appendf(o, "%-15s %-17s %-7s %7u %10s %12.2f %10.2f %10.2f\n", std::string(op_name(r.op)).c_str(), alg.c_str(),
+              std::string(protocol_name(r.protocol)).c_str(), r.ranks, sim::format_bytes(r.size_bytes).c_str(),
               r.time_s * 1e6, r.algbw_GBps, r.busbw_GBps);
-      if (!r.note.empty()) notes.insert(r.note);
+      if (i + 1 < results_.size() && results_[i + 1].test == r.test) continue;
+      std::set<std::string> seen;
+      for (size_t k = 0; k <= i; ++k) {
+        const auto& x = results_[k];
+        if (x.test != r.test || x.note.empty() || !seen.insert(x.note).second) continue;
+        appendf(o, "  %10s: %s\n", sim::format_bytes(x.size_bytes).c_str(), x.note.c_str());
+      }
+      if (i + 1 < results_.size()) o += "\n";
     }
-    for (const auto& n : notes) appendf(o, "  note: %s\n", n.c_str());
     return o;
   }
 
@@ -50,6 +60,7 @@ class CollectivesResult : public JobResult {
       nlohmann::ordered_json e;
       e["op"] = std::string(op_name(r.op));
       e["algorithm"] = std::string(algorithm_name(r.algorithm));
+      e["requested_algorithm"] = std::string(algorithm_name(r.requested));
       e["protocol"] = std::string(protocol_name(r.protocol));
       e["ranks"] = r.ranks;
       e["size_bytes"] = static_cast<int64_t>(r.size_bytes);
