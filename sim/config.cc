@@ -676,21 +676,59 @@ void ConfigDoc::apply_override(std::string_view assignment) {
   check_size(value, "--set " + std::string(path), false);
   check_keys(value, std::string(path), "--set " + std::string(path), false);
 
+  // A segment may index a list: tiers[0] is element 0 of the list `tiers` (which must exist and
+  // be long enough: --set edits a list, it does not grow one).
+  auto split_index = [&](const std::string& seg, std::string& key) -> int64_t {
+    const size_t open = seg.find('[');
+    if (open == std::string::npos) {
+      key = seg;
+      return -1;
+    }
+    key = seg.substr(0, open);
+    const std::string digits = seg.substr(open + 1, seg.size() - open - 2);
+    if (key.empty() || seg.back() != ']' || digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw ConfigError(what + ": bad list index in '" + seg + "' (expected key[N])");
+    return std::stoll(digits);
+  };
   YAML::Node cur(state_->root);
   std::string walked;
-  for (size_t i = 0; i + 1 < segments.size(); ++i) {
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const bool last = i + 1 == segments.size();
+    std::string key;
+    const int64_t index = split_index(segments[i], key);
     walked = join_path(walked, segments[i]);
-    std::optional<Entry> e = lookup(cur, segments[i]);
+    if (index < 0 && last) {
+      cur[key] = value;  // tree write: replaces an existing value in place
+      break;
+    }
+    std::optional<Entry> e = lookup(cur, key);
+    if (index >= 0) {
+      if (!e || !e->value.IsSequence())
+        throw ConfigError(what + ": '" + join_path(walked.substr(0, walked.size() - segments[i].size()), key) +
+                          "' is not a list");
+      if (static_cast<size_t>(index) >= e->value.size())
+        throw ConfigError(what + ": '" + walked + "': the list has " + std::to_string(e->value.size()) +
+                          (e->value.size() == 1 ? " element" : " elements"));
+      YAML::Node seq(e->value);
+      if (last) {
+        seq[static_cast<size_t>(index)] = value;  // tree write: replaces the element in place
+        break;
+      }
+      YAML::Node elem = seq[static_cast<size_t>(index)];
+      if (!elem.IsMap()) throw ConfigError(what + ": '" + walked + "' is not a map");
+      cur.reset(elem);
+      continue;
+    }
     if (!e || e->value.IsNull()) {
-      cur[segments[i]] = YAML::Node(YAML::NodeType::Map);  // tree write: create the map
+      cur[key] = YAML::Node(YAML::NodeType::Map);  // tree write: create the map
       e.reset();  // re-emplace rather than assign: assigning a YAML::Node rewrites the tree
-      e.emplace(*lookup(cur, segments[i]));
+      e.emplace(*lookup(cur, key));
     } else if (!e->value.IsMap()) {
       throw ConfigError(what + ": '" + walked + "' is not a map");
     }
     cur.reset(e->value);
   }
-  cur[segments.back()] = value;  // tree write: replaces an existing value in place
   state_->overrides.emplace_back(path);
 }
 
@@ -736,6 +774,14 @@ void check_used(const DocState& st, const YAML::Node& node, const std::string& p
 
 void ConfigDoc::check_all_used() const {
   check_used(*state_, state_->root, "", state_->location_of("", state_->root.Mark(), state_->name));
+}
+
+void ConfigDoc::check_all_used_under(const std::string& top_key) const {
+  const YAML::Node& root = state_->root;  // const: a lookup must not add the key
+  if (!root.IsMap()) return;
+  const YAML::Node node = root[top_key];
+  if (!node || !node.IsMap()) return;
+  check_used(*state_, node, top_key, state_->location_of(top_key, node.Mark(), state_->name));
 }
 
 std::string ConfigNode::resolved_yaml() const {

@@ -143,6 +143,8 @@ class ConfigDoc {
   // Throws for the first key (in document order) that binding code never asked about:
   // "file:12:5: cluster.scale_out.nic_bw: unknown key (known here: nic_bandwidth, rails, tiers)".
   void check_all_used() const;
+  // The same for one top-level section only (`topology` binds the cluster and nothing else).
+  void check_all_used_under(const std::string& top_key) const;
 
   // The whole document as YAML, with applied defaults and overrides, in insertion order.
   std::string resolved_yaml() const;

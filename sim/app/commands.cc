@@ -130,10 +130,14 @@ int cmd_run(const RunOptions& opt) {
   if (opt.seed) sc.seed = *opt.seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
   check_output(opt.json, "--json");  // every output is checked before anything is simulated
-  check_output(opt.resolved, "--resolved");
+  if (opt.resolved != "-") check_output(opt.resolved, "--resolved");
   check_output(opt.fingerprint, "--fingerprint");
   check_output(opt.trace.empty() ? sc.trace : opt.trace, opt.trace.empty() ? "output.trace" : "--trace");
-  if (!opt.resolved.empty()) write_output(opt.resolved, sc.doc.resolved_yaml());
+  if (opt.resolved == "-") {
+    std::fputs(sc.doc.resolved_yaml().c_str(), stdout);  // the scenario actually run, to copy and edit
+  } else if (!opt.resolved.empty()) {
+    write_output(opt.resolved, sc.doc.resolved_yaml());
+  }
   if (opt.check) {
     if (!opt.quiet)
       std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
@@ -293,6 +297,7 @@ int cmd_faults(const FaultsOptions& opt) {
 
 int cmd_topology(const TopologyOptions& opt) {
   wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false, opt.max_memory);
+  sc.doc.check_all_used_under("cluster");  // unknown cluster keys are errors, as in `run`
   std::printf("%s\n", sc.topology->describe().c_str());
   if (!opt.dot.empty()) write_output(opt.dot, sc.topology->to_dot());
   return 0;

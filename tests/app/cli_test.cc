@@ -1285,3 +1285,28 @@ TEST_F(CliTrace, DefaultTrainingTraceHasOneRankPerStageAndArrowsBetweenThem) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliSubcommands, SetIndexesListsResolvedGoesToStdoutTopologyRejectsUnknownKeys) {
+  // --set edits an element of a list: leaf groups of 4 nodes instead of 8 give 8 x 2 = 16 leaf
+  // switch vertices (one per rail per group).
+  CliResult r = run({"topology", "--set", "cluster.scale_out.tiers[0].nodes=4"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("leaf 16 switch vertices (groups of up to 4)"), std::string::npos) << r.out;
+  r = run({"topology", "--set", "cluster.scale_out.tiers[7].nodes=4"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("the list has 2 elements"), std::string::npos) << r.err;
+  // topology checks the cluster's keys as run does.
+  r = run({"topology", "--set", "cluster.nodez=4"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cluster.nodez: unknown key"), std::string::npos) << r.err;
+  // --resolved - prints the scenario actually run (the built-in default here) and writes no file.
+  r = run({"run", "--resolved", "-", "--check", "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("name: default-", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("workload:"), std::string::npos);
+  EXPECT_FALSE(fs::exists(file("-")));
+}
+
+}  // namespace
