@@ -87,6 +87,7 @@ struct SweepOptions {
   std::string json;
   int threads = 0;  // 0: every core
   std::string max_memory;
+  std::string shard;  // "I/N": only the points whose index is I modulo N (a scheduler's job array)
   bool quiet = false;
 };
 

@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--threads", sweep.threads, "Points run at once (default: every core); rows do not depend on it")
       ->check(CLI::Range(1, 1024));
   sweep_cmd->add_option("--max-memory", sweep.max_memory, "Refuse clusters whose model would need more memory than this");
+  sweep_cmd->add_option("--shard", sweep.shard,
+                        "I/N: run only the points whose index is I modulo N (job arrays; concatenate the CSVs' rows "
+                        "and sort them by the point column to merge)");
   sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "Print nothing but errors");
 
   try {

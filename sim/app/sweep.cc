@@ -98,6 +98,18 @@ int cmd_sweep(const SweepOptions& opt) {
     points *= a.values.size();
     if (points > 100000) throw sim::UserError("sweep: more than 100,000 points; split the sweep");
   }
+  size_t shard = 0, shards = 1;
+  if (!opt.shard.empty()) {
+    const size_t slash = opt.shard.find('/');
+    bool ok = slash != std::string::npos && slash > 0 && slash + 1 < opt.shard.size() &&
+              opt.shard.find_first_not_of("0123456789/") == std::string::npos && opt.shard.size() < 20;
+    if (ok) {
+      shard = std::stoull(opt.shard.substr(0, slash));
+      shards = std::stoull(opt.shard.substr(slash + 1));
+      ok = shards >= 1 && shard < shards;
+    }
+    if (!ok) throw sim::UserError("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got \"" + opt.shard + "\"");
+  }
   check_output(opt.csv, "--csv");
   check_output(opt.json, "--json");
 
@@ -107,13 +119,17 @@ int cmd_sweep(const SweepOptions& opt) {
     for (size_t m = k + 1; m < axes.size(); ++m) stride *= axes[m].values.size();
     return axes[k].values[(i / stride) % axes[k].values.size()];
   };
-  std::vector<Row> rows(points);
+  // The points this shard runs, in order; row k is point mine[k].
+  std::vector<size_t> mine;
+  for (size_t i = shard; i < points; i += shards) mine.push_back(i);
+  std::vector<Row> rows(mine.size());
   TerminalProgress progress;
   const bool tty = show_progress(opt.quiet);
   std::atomic<size_t> done{0};
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  sim::parallel_for(points, threads, [&](size_t i) {
-    Row& row = rows[i];
+  sim::parallel_for(mine.size(), threads, [&](size_t k) {
+    const size_t i = mine[k];
+    Row& row = rows[k];
     try {
       std::vector<std::string> overrides = opt.overrides;
       for (size_t k = 0; k < axes.size(); ++k) overrides.push_back(axes[k].key + "=" + value_of(i, k));
@@ -141,7 +157,7 @@ int cmd_sweep(const SweepOptions& opt) {
       row.error = e.what();
     }
     flatten(row.result, "", row.fields);
-    if (tty) progress.count("sweep points", ++done, points);
+    if (tty) progress.count("sweep points", ++done, mine.size());
   });
   progress.clear();
 
@@ -153,16 +169,18 @@ int cmd_sweep(const SweepOptions& opt) {
       if (seen.insert(k).second) columns.push_back(k);
 
   if (!opt.csv.empty()) {
-    std::string text;
+    std::string text = "point,";
     for (const auto& a : axes) text += csv_cell(a.key) + ",";
     text += "status,error";
     for (const auto& c : columns) text += "," + csv_cell(c);
     text += "\n";
-    for (size_t i = 0; i < points; ++i) {
+    for (size_t r = 0; r < mine.size(); ++r) {
+      const size_t i = mine[r];
+      text += std::to_string(i) + ",";
       for (size_t k = 0; k < axes.size(); ++k) text += csv_cell(value_of(i, k)) + ",";
-      text += rows[i].status + "," + csv_cell(rows[i].error);
+      text += rows[r].status + "," + csv_cell(rows[r].error);
       std::map<std::string, const nlohmann::ordered_json*> by_key;
-      for (const auto& [k, v] : rows[i].fields) by_key[k] = &v;
+      for (const auto& [k, v] : rows[r].fields) by_key[k] = &v;
       for (const auto& c : columns) {
         auto it = by_key.find(c);
         text += "," + (it == by_key.end() ? std::string() : csv_cell(cell_text(*it->second)));
@@ -177,39 +195,45 @@ int cmd_sweep(const SweepOptions& opt) {
     nlohmann::ordered_json ax = nlohmann::ordered_json::array();
     for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
     j["axes"] = ax;
+    if (shards > 1) j["shard"] = std::to_string(shard) + "/" + std::to_string(shards);
     nlohmann::ordered_json pts = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < points; ++i) {
+    for (size_t r = 0; r < mine.size(); ++r) {
+      const size_t i = mine[r];
       nlohmann::ordered_json p;
+      p["point"] = i;
       nlohmann::ordered_json at = nlohmann::ordered_json::object();
       for (size_t k = 0; k < axes.size(); ++k) at[axes[k].key] = value_of(i, k);
       p["at"] = at;
-      p["status"] = rows[i].status;
-      if (!rows[i].error.empty()) p["error"] = rows[i].error;
-      p["result"] = rows[i].result;
+      p["status"] = rows[r].status;
+      if (!rows[r].error.empty()) p["error"] = rows[r].error;
+      p["result"] = rows[r].result;
       pts.push_back(p);
     }
     j["points"] = pts;
     write_output(opt.json, j.dump(2) + "\n");
   }
   if (!opt.quiet) {
-    std::printf("sweep: %zu points over %zu axes\n\n", points, axes.size());
+    std::printf("sweep: %zu points over %zu axes", points, axes.size());
+    if (shards > 1) std::printf(" (shard %zu/%zu: %zu of them)", shard, shards, mine.size());
+    std::printf("\n\n");
     for (const auto& a : axes) std::printf("%-28s ", a.key.c_str());
     std::printf("%-8s %12s %8s  %s\n", "status", "step s", "MFU %", "error");
     size_t ok = 0;
-    for (size_t i = 0; i < points; ++i) {
+    for (size_t n = 0; n < mine.size(); ++n) {
+      const size_t i = mine[n];
       for (size_t k = 0; k < axes.size(); ++k) std::printf("%-28s ", value_of(i, k).c_str());
-      const auto& r = rows[i].result;
+      const auto& r = rows[n].result;
       char step[32] = "";
       if (r.contains("step_time_s") && r["step_time_s"].is_number())
         std::snprintf(step, sizeof step, "%.4f", r["step_time_s"].get<double>());
       char mfu[32] = "";
       if (r.contains("mfu") && r["mfu"].is_number()) std::snprintf(mfu, sizeof mfu, "%.1f", r["mfu"].get<double>() * 100);
-      std::string err = rows[i].error;
+      std::string err = rows[n].error;
       if (err.size() > 100) err = err.substr(0, 97) + "...";
-      std::printf("%-8s %12s %8s  %s\n", rows[i].status.c_str(), step, mfu, err.c_str());
-      ok += rows[i].status == "ok";
+      std::printf("%-8s %12s %8s  %s\n", rows[n].status.c_str(), step, mfu, err.c_str());
+      ok += rows[n].status == "ok";
     }
-    std::printf("\n%zu of %zu points ran; the others' rows say why\n", ok, points);
+    std::printf("\n%zu of %zu points ran; the others' rows say why\n", ok, mine.size());
   }
   return 0;
 }

@@ -1310,3 +1310,40 @@ TEST_F(CliSubcommands, SetIndexesListsResolvedGoesToStdoutTopologyRejectsUnknown
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliSweep, ShardsMergeIntoTheWholeSweep) {
+  // --shard I/N runs the points whose index is I mod N; the CSVs' rows, concatenated and sorted by
+  // their point column under one header, are the unsharded CSV byte for byte.
+  const std::vector<std::string> base = {"sweep", "--axis", "workload.parallelism.tp=2,4,8", "--axis",
+                                         "workload.parallelism.pp=1,2", "--set", "workload.parallelism.dp=auto", "-q"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  ASSERT_EQ(with({"--csv", "all.csv"}).status, 0);
+  ASSERT_EQ(with({"--csv", "s0.csv", "--shard", "0/2"}).status, 0);
+  ASSERT_EQ(with({"--csv", "s1.csv", "--shard", "1/2"}).status, 0);
+  auto lines = [&](const std::string& name) {
+    std::istringstream in(read_text(file(name)));
+    std::vector<std::string> v;
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  };
+  const auto all = lines("all.csv"), s0 = lines("s0.csv"), s1 = lines("s1.csv");
+  ASSERT_EQ(all.size(), 7u);  // header + 6 points
+  std::vector<std::string> merged(s0.begin() + 1, s0.end());
+  merged.insert(merged.end(), s1.begin() + 1, s1.end());
+  std::sort(merged.begin(), merged.end(), [](const std::string& a, const std::string& b) {
+    return std::stoi(a.substr(0, a.find(','))) < std::stoi(b.substr(0, b.find(',')));
+  });
+  merged.insert(merged.begin(), s0[0]);
+  EXPECT_EQ(merged, all);
+  CliResult bad = with({"--shard", "2/2"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--shard: expected I/N"), std::string::npos) << bad.err;
+}
+
+}  // namespace
