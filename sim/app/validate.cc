@@ -93,7 +93,11 @@ int cmd_validate(const ValidateOptions& opt) {
   }
 
   auto wall0 = std::chrono::steady_clock::now();
-  auto results = wl::run_validation(rows, opt.threads, !opt.fingerprint.empty());
+  TerminalProgress progress;
+  std::function<void(size_t, size_t)> on_row;
+  if (show_progress(false)) on_row = [&progress](size_t done, size_t total) { progress.count("validation rows", done, total); };
+  auto results = wl::run_validation(rows, opt.threads, !opt.fingerprint.empty(), on_row);
+  progress.clear();
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   std::printf("validation: predicted vs published training throughput (tolerance %.0f %%)\n",

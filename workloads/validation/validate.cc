@@ -1,6 +1,7 @@
 #include "workloads/validation/validate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -265,13 +266,18 @@ std::string row_fingerprint(const RowResult& r) {
          " trace=" + r.trace_fingerprint;
 }
 
-std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint) {
+std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint,
+                                      const std::function<void(size_t done, size_t total)>& done) {
+  std::atomic<size_t> finished{0};
   std::vector<RowResult> results(rows.size());
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return runs_before(rows[a], rows[b]); });
   // Each row writes only its own slot: no other shared state.
-  sim::parallel_for(order.size(), threads, [&](size_t k) { results[order[k]] = simulate_row(rows[order[k]], fingerprint); });
+  sim::parallel_for(order.size(), threads, [&](size_t k) {
+    results[order[k]] = simulate_row(rows[order[k]], fingerprint);
+    if (done) done(++finished, order.size());
+  });
   return results;
 }
 

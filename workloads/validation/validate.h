@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,8 @@ double published_convention_flops_per_step(const PublishedRow& row);
 
 // Simulates every row (threads >= 1 workers; 0 is taken as 1). Results in the order of `rows`.
 // With `fingerprint`, the first 16 ranks are traced into a sim::FingerprintObserver (golden tests).
-std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint = false);
+// `done`, when given, is told after each row (from the worker threads; it must be thread-safe).
+std::vector<RowResult> run_validation(const std::vector<PublishedRow>& rows, int threads, bool fingerprint = false,
+                                      const std::function<void(size_t done, size_t total)>& done = {});
 
 }  // namespace wl
