@@ -424,8 +424,10 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       const sim::Time sent = arrival_[recv_base_[rank] + op.index];
       if (!sent.is_infinite()) {
         ranks_[rank].last_recv_send_start = sent;
-        if (!flow_of_slot_.empty() && flow_of_slot_[recv_base_[rank] + op.index] != 0)
+        if (!flow_of_slot_.empty() && flow_of_slot_[recv_base_[rank] + op.index] != 0) {
           end_flow(rank, s, flow_of_slot_[recv_base_[rank] + op.index], false);
+          flow_of_slot_[recv_base_[rank] + op.index] = 0;
+        }
         complete(rank, s);
       }
       break;
