@@ -4,6 +4,8 @@
 #include <cctype>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/error.h"
 
@@ -90,47 +92,42 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
 
 namespace {
 
-// "LL,LL128,Simple": names NCCL_PROTO accepts (case-insensitive), at least one, none twice.
-std::string protocols_problem(const std::string& list) {
-  bool seen[3] = {false, false, false};
+// "LL,LL128,Simple" as NCCL_PROTO spells it (case-insensitive, spaces ignored): for each name, its
+// index in {LL, LL128, Simple} or -1, and the name as written.
+std::vector<std::pair<int, std::string>> parse_protocols(const std::string& list) {
+  std::vector<std::pair<int, std::string>> out;
   size_t start = 0;
-  size_t count = 0;
   while (start <= list.size()) {
     size_t end = list.find(',', start);
     if (end == std::string::npos) end = list.size();
-    std::string name = list.substr(start, end - start);
+    const std::string name = list.substr(start, end - start);
     std::string low;
-    for (char c : name) {
+    for (char c : name)
       if (c != ' ') low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-    const int i = low == "ll" ? 0 : low == "ll128" ? 1 : low == "simple" ? 2 : -1;
+    out.emplace_back(low == "ll" ? 0 : low == "ll128" ? 1 : low == "simple" ? 2 : -1, name);
+    start = end + 1;
+  }
+  return out;
+}
+
+// At least one known name, none twice; empty when the list is good.
+std::string protocols_problem(const std::string& list) {
+  bool seen[3] = {false, false, false};
+  for (const auto& [i, name] : parse_protocols(list)) {
     if (i < 0) return "unknown protocol '" + name + "' (expected a comma-separated list of LL, LL128, Simple)";
     if (seen[i]) return "protocol '" + name + "' is listed twice";
     seen[i] = true;
-    ++count;
-    start = end + 1;
   }
-  if (count == 0) return "name at least one protocol of LL, LL128, Simple";
   return {};
 }
 
 }  // namespace
 
 bool protocol_enabled(const HardwareProfile& p, std::string_view name) {
-  size_t start = 0;
-  const std::string& list = p.nccl_protocols;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string low;
-    for (char c : list.substr(start, end - start)) {
-      if (c != ' ') low.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-    std::string want;
-    for (char c : name) want.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    if (low == want) return true;
-    start = end + 1;
-  }
+  const auto want = parse_protocols(std::string(name));
+  if (want.size() != 1 || want[0].first < 0) return false;
+  for (const auto& [i, listed] : parse_protocols(p.nccl_protocols))
+    if (i == want[0].first) return true;
   return false;
 }
 

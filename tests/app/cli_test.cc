@@ -1347,3 +1347,21 @@ TEST_F(CliSweep, ShardsMergeIntoTheWholeSweep) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliErrors, BadNcclProtocolListsNameTheKey) {
+  CliResult r = run({"run", "--check", "--set", "cluster.profile.nccl_protocols=LL,Foo"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cluster.profile.nccl_protocols: unknown protocol 'Foo'"), std::string::npos) << r.err;
+  r = run({"run", "--check", "--set", "cluster.profile.nccl_protocols=LL, ll"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("listed twice"), std::string::npos) << r.err;
+  // A switch without NVLink SHARP cannot run NVLS (the V100 and A100 switches do not reduce).
+  r = run({"run", "--check", "--set", "cluster.gpu=a100-sxm", "--set", "cluster.profile.nvls_efficiency=0.5"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no NVLink SHARP"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"run", "--check", "-q", "--set", "cluster.profile.nccl_protocols=Simple"}).status, 0);
+}
+
+}  // namespace

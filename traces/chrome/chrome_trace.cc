@@ -403,20 +403,24 @@ void ChromeTraceWriter::on_counter(const sim::CounterRecord& r, const sim::NameT
   write_counter(r.process, name, r.time, r.value);
 }
 
+void ChromeTraceWriter::append_track_time(uint32_t process, uint32_t thread, sim::Time time) {
+  buf_ += ",\"pid\":";
+  buf_ += std::to_string(process);
+  buf_ += ",\"tid\":";
+  buf_ += std::to_string(thread);
+  buf_ += ",\"ts\":";
+  append_us_from_ns(buf_, time.count_ns());
+  buf_ += '}';
+  end_event();
+}
+
 void ChromeTraceWriter::on_instant(const sim::InstantRecord& r, const sim::NameTable& names) {
   if (finished_ || !keep_process(r.process)) return;
   if (r.time < options_.window_from || r.time >= options_.window_to) return;
   begin_event();
   buf_ += "{\"ph\":\"i\",\"s\":\"t\",\"name\":";
   append_json_string(buf_, r.name != sim::kNoName ? std::string_view(names.name(r.name)) : std::string_view());
-  buf_ += ",\"pid\":";
-  buf_ += std::to_string(r.process);
-  buf_ += ",\"tid\":";
-  buf_ += std::to_string(r.thread);
-  buf_ += ",\"ts\":";
-  append_us_from_ns(buf_, r.time.count_ns());
-  buf_ += '}';
-  end_event();
+  append_track_time(r.process, r.thread, r.time);
 }
 
 void ChromeTraceWriter::on_flow(const sim::FlowRecord& r, const sim::NameTable& names) {
@@ -427,14 +431,7 @@ void ChromeTraceWriter::on_flow(const sim::FlowRecord& r, const sim::NameTable& 
   append_json_string(buf_, r.name != sim::kNoName ? std::string_view(names.name(r.name)) : std::string_view());
   buf_ += ",\"cat\":\"flow\",\"id\":";
   buf_ += std::to_string(r.id);
-  buf_ += ",\"pid\":";
-  buf_ += std::to_string(r.process);
-  buf_ += ",\"tid\":";
-  buf_ += std::to_string(r.thread);
-  buf_ += ",\"ts\":";
-  append_us_from_ns(buf_, r.time.count_ns());
-  buf_ += '}';
-  end_event();
+  append_track_time(r.process, r.thread, r.time);
 }
 
 void ChromeTraceWriter::on_finish(sim::Time end) {

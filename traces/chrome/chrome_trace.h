@@ -104,6 +104,8 @@ class ChromeTraceWriter : public sim::Observer {
   // Writes the header if not yet written, then the separator before a new event.
   void begin_event();
   void end_event();
+  // Closes an instant or flow event: its pid, tid and ts, then end_event().
+  void append_track_time(uint32_t process, uint32_t thread, sim::Time time);
   void write_counter(uint32_t process, std::string_view name, sim::Time time, double value);
   void finish(sim::Time end);
 

@@ -213,6 +213,31 @@ Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, i
   return t;
 }
 
+// A double binary tree all-reduce of `bytes` over `group`: each tree reduces half the buffer up
+// and broadcasts it down, both pipelined, so one transfer per tree over every edge in both
+// directions, 2 x depth steps. Appends the two transfers to `ph`.
+void add_double_tree_allreduce(const std::vector<uint32_t>& group, const ClusterShape& shape, double bytes, Phase& ph,
+                               std::string* note) {
+  const Tree trees[2] = {build_tree(group, shape, 0, note), build_tree(group, shape, 1, note)};
+  const uint32_t depth = std::max(trees[0].depth, trees[1].depth);
+  for (const Tree& t : trees) {
+    std::vector<Hop> hops;
+    hops.reserve(2 * t.child_to_parent.size());
+    for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(c, p);
+    for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(p, c);
+    ph.transfers.push_back(make_transfer(std::move(hops), bytes / 2.0, 2 * depth));
+  }
+}
+
+// NVLS inside one node's switch (collective.h): the reduce-scatter into and all-gather out of the
+// switch of `bytes` over `members` load every port as one ring transfer of bytes (n+1)/n, one step.
+Transfer in_switch_allreduce(const std::vector<uint32_t>& members, double bytes) {
+  const double n = static_cast<double>(members.size());
+  Transfer t = make_transfer(closed_ring_hops(members), bytes * (n + 1.0) / n, 1);
+  t.in_switch = true;
+  return t;
+}
+
 // ---- torus ----------------------------------------------------------------------------------
 
 struct TorusGrid {
@@ -394,17 +419,7 @@ CollectivePlan lower_tree(const CollectiveRequest& req, const ClusterShape& shap
   plan.algorithm = Algorithm::kTree;
   Phase ph;
   if (req.op == CollectiveOp::kAllReduce) {
-    // Double binary tree: each tree reduces half the buffer up and broadcasts it down, both
-    // pipelined, so one transfer per tree over every edge in both directions.
-    const Tree trees[2] = {build_tree(req.group, shape, 0, &plan.note), build_tree(req.group, shape, 1, &plan.note)};
-    const uint32_t depth = std::max(trees[0].depth, trees[1].depth);
-    for (const Tree& t : trees) {
-      std::vector<Hop> hops;
-      hops.reserve(2 * t.child_to_parent.size());
-      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(c, p);
-      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(p, c);
-      ph.transfers.push_back(make_transfer(std::move(hops), req.bytes / 2.0, 2 * depth));
-    }
+    add_double_tree_allreduce(req.group, shape, req.bytes, ph, &plan.note);
   } else {
     // Broadcast / reduce: one tree rooted at group[0] (position 0 of tree 0) carrying S.
     const Tree t = build_tree(req.group, shape, 0, &plan.note);
@@ -564,10 +579,8 @@ CollectivePlan lower_nvls(const CollectiveRequest& req, const ClusterShape&) {
   CollectivePlan plan;
   plan.op = req.op;
   plan.algorithm = Algorithm::kNvls;
-  const double n = static_cast<double>(req.group.size());
   Phase ph;
-  ph.transfers.push_back(make_transfer(closed_ring_hops(req.group), req.bytes * (n + 1.0) / n, 1));
-  ph.transfers.back().in_switch = true;
+  ph.transfers.push_back(in_switch_allreduce(req.group, req.bytes));
   plan.phases.push_back(std::move(ph));
   return plan;
 }
@@ -585,23 +598,13 @@ CollectivePlan lower_nvls_tree(const CollectiveRequest& req, const ClusterShape&
   const NodeLayout l = node_layout(req.group, shape);
   const double g = l.per_node;
   Phase ph;
-  for (const auto& m : l.members) {
-    ph.transfers.push_back(make_transfer(closed_ring_hops(m), req.bytes * (g + 1.0) / g, 1));
-    ph.transfers.back().in_switch = true;
-  }
-  std::string unused;
+  for (const auto& m : l.members) ph.transfers.push_back(in_switch_allreduce(m, req.bytes));
+  std::string unused;  // one GPU per node on a rail: the trees have no note to make
   for (uint32_t i = 0; i < l.per_node; ++i) {
     std::vector<uint32_t> rail;
     rail.reserve(l.members.size());
     for (const auto& m : l.members) rail.push_back(m[i]);
-    const Tree trees[2] = {build_tree(rail, shape, 0, &unused), build_tree(rail, shape, 1, &unused)};
-    const uint32_t depth = std::max(trees[0].depth, trees[1].depth);
-    for (const Tree& t : trees) {
-      std::vector<Hop> hops;
-      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(c, p);
-      for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(p, c);
-      ph.transfers.push_back(make_transfer(std::move(hops), req.bytes / g / 2.0, 2 * depth));
-    }
+    add_double_tree_allreduce(rail, shape, req.bytes / g, ph, &unused);
   }
   plan.phases.push_back(std::move(ph));
   return plan;
