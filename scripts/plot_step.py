@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 PARTS = [("compute_s", "compute", "#4c72b0"), ("exposed_tp_s", "exposed TP", "#dd8452"),
          ("exposed_cp_s", "exposed CP", "#937860"), ("exposed_pp_s", "exposed PP", "#da8bc3"),
          ("exposed_dp_s", "exposed DP", "#c44e52"), ("bubble_s", "pipeline bubble", "#8c8c8c"),
-         ("optimizer_s", "optimizer", "#55a868")]
+         ("optimizer_s", "optimizer", "#55a868"), ("host_wait_s", "host launch wait", "#8172b3")]
 
 
 def main():

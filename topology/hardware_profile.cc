@@ -79,6 +79,15 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   // Share of HBM bandwidth communication takes (reads and writes of staged chunks): an
   // assumption, small next to 3.35 TB/s.
   p.comm_hbm_fraction = 0.05;
+  // Host launch cost per kernel in eager PyTorch: 11 us, the 10th percentile of the intervals
+  // between consecutive cudaLaunchKernel calls on the launching thread (where the host launches
+  // back to back) in two measured PyTorch profiler traces: 11 us on an A100 host (HTA's
+  // nccl_data.json.gz, PyTorch with NCCL 2.17.1, github.com/facebookresearch/HolisticTraceAnalysis)
+  // and 11-12 us on a DGX-1 V100 host (PARAM DLRM, worker0-2 step 12, github.com/facebookresearch/
+  // param), both under the profiler, which adds to each launch (so an upper estimate; `clustersim
+  // calibrate` fits it from a trace of your own). TPUs run compiled XLA programs (no per-op host
+  // launch): 0.
+  p.host_overhead = gpu.kind == AcceleratorKind::kTpu ? sim::Time::zero() : sim::Time::ns(11000);
   // Device memory the framework does not get: the CUDA context, about 300 MB with lazy kernel
   // loading since CUDA 11.7, over 1 GB before (NVIDIA's ptrblck, github.com/pytorch/pytorch/issues/
   // 107667), rounded up to 512 MiB for cuBLAS/cuDNN workspaces; and NCCL's buffers, linear in
@@ -177,6 +186,8 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   p.gemm_latency = latency("gemm_latency", p.gemm_latency);
   p.attention_latency = latency("attention_latency", p.attention_latency);
   p.kernel_latency = latency("kernel_latency", p.kernel_latency);
+  p.host_overhead = latency("host_overhead", p.host_overhead);
+  if (p.host_overhead > sim::Time::sec(1)) m.child("host_overhead").fail("must be at most 1s per kernel launch");
   p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count, p.comm_sms));
   p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
   auto bytes = [&](const char* key, uint64_t def) {

@@ -67,6 +67,12 @@ struct HardwareProfile {
   uint32_t comm_sms = 16;                         // SMs a communication kernel holds (0: no slowdown)
   double comm_hbm_fraction = 0.05;                // share of HBM bandwidth communication takes
   bool watch_links = false;                       // report link loads to the fluid model's watcher
+  // --- host (framework) --------------------------------------------------------------------------
+  // CPU time the framework's host thread spends to launch one GPU kernel or collective (eager
+  // PyTorch: Python, the dispatcher, autograd, cudaLaunchKernel). The host runs ahead of the GPU;
+  // it is the bottleneck only where kernels are shorter than their launches (small models, small
+  // micro-batches). 0: the host never holds the GPU back.
+  sim::Time host_overhead = sim::Time::ns(11000);
   // --- device memory not available to the framework ------------------------------------------
   uint64_t context_memory = 512ull << 20;  // CUDA context, kernels loaded lazily
   uint64_t nccl_memory = 1ull << 30;       // per NCCL communicator a rank uses (channel buffers)

@@ -62,6 +62,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   ro.ops = true;
   std::vector<traces::KinetoRank> ranks;
   std::vector<wl::KernelSample> samples;
+  std::vector<double> intervals;  // host launch intervals of the fitted traces
   wl::CalibrationOptions co;
   co.holdout_every = opt.holdout;
   auto read = [&](const std::string& f, bool test) {
@@ -69,6 +70,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     const uint32_t source = static_cast<uint32_t>(ranks.size());
     for (auto& s : traces::kernel_samples(r, source)) samples.push_back(std::move(s));
     if (test) co.test_sources.push_back(source);
+    else for (double d : traces::launch_intervals(r)) intervals.push_back(d);
     ranks.push_back(std::move(r));
   };
   for (const auto& f : opt.traces) read(f, false);
@@ -100,6 +102,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   wl::Calibration cal = wl::calibrate_kernels(samples, gpu, sc.cluster.profile, co);
   wl::calibrate_collectives(colls, *sc.topology, gpu, cal);
   if (!coll_note.empty()) cal.collectives.note = coll_note;
+  wl::calibrate_host(std::move(intervals), cal);
 
   std::string header = "# Hardware profile fitted by `clustersim calibrate` (load it with cluster.profile.file).\n";
   header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; traces:";
@@ -140,6 +143,11 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                   stats_text(k.before).c_str());
     }
     if (!k.note.empty()) std::printf("  collectives: %s\n", k.note.c_str());
+    if (cal.host.fitted)
+      std::printf("  host: host_overhead %s (10th percentile of %zu launch intervals; median %.1f us)\n",
+                  sim::format_duration(cal.host.host_overhead).c_str(), cal.host.intervals, cal.host.median_s * 1e6);
+    else
+      std::printf("  host: not fitted (%s)\n", cal.host.note.c_str());
     std::printf("\nwrote %s\n", opt.output.c_str());
   }
   if (!opt.json.empty()) {
@@ -174,6 +182,13 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     c["before"] = stats_json(k.before);
     if (!k.note.empty()) c["note"] = k.note;
     j["collectives"] = c;
+    nlohmann::ordered_json h;
+    h["fitted"] = cal.host.fitted;
+    h["intervals"] = cal.host.intervals;
+    h["host_overhead_s"] = cal.host.host_overhead.seconds();
+    h["median_interval_s"] = cal.host.median_s;
+    if (!cal.host.note.empty()) h["note"] = cal.host.note;
+    j["host"] = h;
     write_output(opt.json, j.dump(2) + "\n");
   }
   return 0;

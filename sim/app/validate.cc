@@ -67,13 +67,7 @@ nlohmann::ordered_json row_json(const wl::RowResult& r) {
   e["fits_in_memory"] = r.fits();
   const auto& b = r.step.mean;
   nlohmann::ordered_json bd;
-  bd["compute_s"] = b.compute;
-  bd["exposed_tp_s"] = b.exposed[static_cast<size_t>(wl::Dim::kTp)];
-  bd["exposed_cp_s"] = b.exposed[static_cast<size_t>(wl::Dim::kCp)];
-  bd["exposed_pp_s"] = b.exposed[static_cast<size_t>(wl::Dim::kPp)];
-  bd["exposed_dp_s"] = b.exposed[static_cast<size_t>(wl::Dim::kDp)] + b.exposed[static_cast<size_t>(wl::Dim::kDpOuter)];
-  bd["bubble_s"] = b.bubble;
-  bd["optimizer_s"] = b.optimizer;
+  for (const wl::BreakdownPart& p : wl::breakdown_parts(b)) bd[p.key] = p.seconds;
   e["breakdown_mean"] = bd;
   return e;
 }
@@ -125,11 +119,11 @@ int cmd_validate(const ValidateOptions& opt) {
     for (double e : b.exposed) comm += e;
     std::printf(
         "%-22s %6lld %-11s %3lld %9.3f %9.1f %9.1f %+8.1f %7.1f / %-5.1f %6s %-9s compute %.0f, bubble %.0f, comm "
-        "%.0f, opt %.1f\n",
+        "%.0f, opt %.1f, host %.1f\n",
         std::string(r.row.id).c_str(), static_cast<long long>(r.row.gpus), parallel_shape(r.row).c_str(),
         static_cast<long long>(r.virtual_stages), r.step_time_s, r.predicted_tflops_per_gpu, r.row.tflops_per_gpu,
         r.relative_error * 100, r.predicted_mfu * 100, r.row.mfu * 100, r.within_tolerance ? "yes" : "NO",
-        memory_label(r).c_str(), pct(b.compute), pct(b.bubble), pct(comm), pct(b.optimizer));
+        memory_label(r).c_str(), pct(b.compute), pct(b.bubble), pct(comm), pct(b.optimizer), pct(b.host));
     sum_abs += std::abs(r.relative_error);
     ++counted;
     if (r.within_tolerance)

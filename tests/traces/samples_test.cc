@@ -4,6 +4,7 @@
 // kernel belongs to the innermost shaped CPU op, on its runtime call's thread, around the call).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -110,4 +111,30 @@ TEST(KernelSamples, DlrmRankZero) {
 }
 
 }  // namespace
+TEST(LaunchIntervals, HostLaunchesOfTheHtaA100Sample) {
+  // Worked out with a short Python script over the JSON (each kernel's args.correlation to the
+  // cuda_runtime call with the same correlation; per thread, consecutive call starts): 2,700
+  // kernels launched from 2 threads, so 2,698 intervals; sorted, the one at index 269 (10th
+  // percentile) is 11.8642578125 us and the median (index 1,349) 171.94 us.
+  const fs::path f = fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "hta-a100-nccl" / "nccl_data.json.gz";
+  KinetoReadOptions ro;
+  ro.ops = true;
+  std::vector<double> iv = launch_intervals(read_kineto(f.string(), ro));
+  ASSERT_EQ(iv.size(), 2698u);
+  std::sort(iv.begin(), iv.end());
+  EXPECT_NEAR(iv[269], 11.8642578125e-6, 1e-9);
+  EXPECT_NEAR(iv[1349], 171.94e-6, 0.01e-6);
+  wl::Calibration c;
+  wl::calibrate_host(iv, c);
+  EXPECT_TRUE(c.host.fitted);
+  EXPECT_NEAR(c.host.host_overhead.seconds(), 11.864e-6, 1e-9);
+  EXPECT_EQ(c.profile.host_overhead, c.host.host_overhead);
+  // Fewer than 20 intervals: not fitted, the profile keeps its value, and the note says why.
+  wl::Calibration few;
+  wl::calibrate_host({1e-6, 2e-6}, few);
+  EXPECT_FALSE(few.host.fitted);
+  EXPECT_EQ(few.profile.host_overhead, topo::HardwareProfile{}.host_overhead);
+  EXPECT_NE(few.host.note.find("2 launch interval(s)"), std::string::npos) << few.host.note;
+}
+
 }  // namespace traces

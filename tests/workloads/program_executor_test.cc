@@ -762,3 +762,75 @@ TEST(ProgramExecutor, AMeasuredCollectiveTakesItsTimeFromTheLastArrival) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+// JobProgram::host_overhead: the host launches each kernel h after the previous launch, and a
+// kernel cannot start before its launch. Returns (end, host wait, compute) in ns of rank 0.
+struct HostRun {
+  int64_t end_ns, host_ns, compute_ns;
+};
+HostRun run_with_host(const Program& prog, sim::Time h) {
+  JobProgram jp = one_template_per_rank({prog});
+  jp.categories = {"compute", "idle", "host"};
+  jp.host_overhead = h;
+  jp.host_category = 2;
+  sim::Simulation sim(1);
+  auto topo = ideal_switch(1);
+  topo::HardwareProfile prof = ideal_options();
+  prof.memory_efficiency = 0.85;
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), prof);
+  CollectiveRuntime runtime(res, RuntimeOptions{});
+  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, ExecutorOptions{});
+  exec.start();
+  sim.run();
+  EXPECT_TRUE(exec.finished()) << exec.error();
+  return {exec.step_end().count_ns(), std::llround(exec.category_seconds(0, 2) * 1e9),
+          std::llround(exec.category_seconds(0, 0) * 1e9)};
+}
+
+TEST(ProgramExecutorHost, AFusedOpOfShortKernelsWaitsForItsLaunches) {
+  // One fused op of three memory-bound kernels of 10 us each (3.35e12 x 0.85 x 10e-6 bytes at
+  // memory_efficiency 0.85), h = 15 us: launches at 15, 30, 45 us, so the kernels run 15-25,
+  // 30-40, 45-55: the op ends at 55 us, not 30. The executor starts the op at 55 - 30 = 25 us (the
+  // same end on an idle GPU): 25 us waiting for the host, 30 us of compute.
+  Program p;
+  p.add_stream("compute");
+  CostTerm t;
+  t.cls = KernelClass::kMemory;
+  t.bytes = 3.35e12 * 0.85 * 10e-6;
+  Op op;
+  op.kind = OpKind::kKernel;
+  op.index = p.add_cost_terms({t, t, t});
+  p.add(op);
+  HostRun r = run_with_host(p, sim::Time::us(15));
+  EXPECT_NEAR(r.end_ns, 55000, 2);
+  EXPECT_NEAR(r.host_ns, 25000, 2);
+  EXPECT_NEAR(r.compute_ns, 30000, 2);
+  // No host model: 30 us.
+  EXPECT_NEAR(run_with_host(p, sim::Time::zero()).end_ns, 30000, 2);
+}
+
+TEST(ProgramExecutorHost, TheHostRunsAheadOfALongKernel) {
+  // A 100 us kernel, then five of 1 us; the host launches one every h.
+  Program p;
+  p.add_stream("compute");
+  p.add(timed(100e-6));
+  for (int i = 0; i < 5; ++i) p.add(timed(1e-6));
+  // h = 15 us: launches at 15, 30, ..., 90 us. The long kernel runs 15-115; the others were all
+  // launched by then and run back to back: end 120 us; the only host wait is the first 15 us.
+  HostRun a = run_with_host(p, sim::Time::us(15));
+  EXPECT_EQ(a.end_ns, 120000);
+  EXPECT_EQ(a.host_ns, 15000);
+  EXPECT_EQ(a.compute_ns, 105000);
+  // h = 30 us: launches at 30, 60, 90, 120, 150, 180. Runs 30-130, 130-131, 131-132, 132-133,
+  // then 150-151 and 180-181: end 181 us; host waits 30 + (150 - 133) + (180 - 151) = 76 us.
+  HostRun b = run_with_host(p, sim::Time::us(30));
+  EXPECT_EQ(b.end_ns, 181000);
+  EXPECT_EQ(b.host_ns, 76000);
+  EXPECT_EQ(b.compute_ns, 105000);
+}
+
+}  // namespace
+}  // namespace wl

@@ -50,6 +50,7 @@ TrainingJob pipeline_job(PipelineSchedule sched, int64_t p, int64_t m, int64_t v
   j.schedule = sched;
   j.virtual_stages = v;
   j.optimizer_bytes_per_param = 0;       // no optimizer time: the step is pipeline work only
+  j.profile.host_overhead = sim::Time::zero();  // the host never holds the GPU back
   // Free communication (with the network below): no protocol latency either.
   j.profile.step_overhead = j.profile.ll_step_overhead = j.profile.ll128_step_overhead = sim::Time::zero();
   j.profile.simple_launch = j.profile.ll_launch = j.profile.ll128_launch = j.profile.nvls_latency = sim::Time::zero();
@@ -351,6 +352,53 @@ TEST(TrainingCompute, SingleGpuStepIsTheSumOfRooflineKernels) {
   EXPECT_NEAR(r.step_time_s, sum, 1e-9 * plan.programs[0].ops().size() + 1e-9);
   EXPECT_NEAR(r.mfu, plan.model_flops_per_step / (r.step_time_s * job.gpu.peak_bf16_flops), 1e-12);
   EXPECT_NEAR(r.mean.compute, r.step_time_s, 1e-9 * plan.programs[0].ops().size() + 1e-9);
+}
+
+// Host launches each kernel and collective once, in program order (JobProgram::host_overhead).
+double launches(const Program& p) {
+  double n = 0;
+  for (const Op& op : p.ops()) {
+    if (op.kind == OpKind::kKernel) n += op.index != 0 ? static_cast<double>(p.cost_terms(op.index).size()) : 1.0;
+    if (op.kind == OpKind::kTimed || op.kind == OpKind::kCollective || op.kind == OpKind::kSend ||
+        op.kind == OpKind::kRecv)
+      n += 1;
+  }
+  return n;
+}
+
+TEST(TrainingHost, AGpuBoundStepPaysOnlyItsFirstLaunch) {
+  // Every kernel of the even model (h = 16384, s = 2048) takes longer than 11 us (its smallest, a
+  // norm, moves 2048 x 16384 x 4 B = 134 MB: 47 us at 85% of 3.35 TB/s), so the host runs ahead
+  // from the first launch on: the step is the host-free step plus one launch, 11 us.
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
+  auto t = free_network(1);
+  const double base = run_step(job, t).step_time_s;
+  job.profile.host_overhead = sim::Time::us(11);
+  auto r = run_step(job, t);
+  EXPECT_NEAR(r.step_time_s, base + 11e-6, 2e-9);
+  EXPECT_NEAR(r.mean.host, 11e-6, 2e-9);
+}
+
+TEST(TrainingHost, AHostBoundStepTakesTheHostsLaunchTime) {
+  // A small model (2 layers of h = 256, s = 128) with 1 ms per launch: every kernel is far shorter
+  // than a launch, so the step is the host's time to launch them all (L launches x 1 ms) plus at
+  // most the GPU's own time (a launch's kernel can end after the next launch).
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 2, 1);
+  job.model.layers = 2;
+  job.model.hidden = 256;
+  job.model.ffn_hidden = 1024;
+  job.model.heads = 4;
+  job.model.kv_heads = 4;
+  job.seq_len = 128;
+  auto t = free_network(1);
+  const double gpu_only = run_step(job, t).step_time_s;
+  job.profile.host_overhead = sim::Time::ms(1);
+  const double n = launches(build_training(job).programs[0]);
+  auto r = run_step(job, t);
+  EXPECT_GE(r.step_time_s, n * 1e-3 - 1e-9);
+  EXPECT_LE(r.step_time_s, n * 1e-3 + gpu_only + 1e-9);
+  EXPECT_GT(r.mean.host / r.step_time_s, 0.9);
+  EXPECT_NEAR(r.mean.total(), r.step_time_s, 1e-9 * n);
 }
 
 TEST(TrainingLayout, DefaultOrderKeepsTensorParallelInsideANode) {

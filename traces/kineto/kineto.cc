@@ -160,6 +160,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       auto call = launches_.find(correlation_[i]);
       if (correlation_[i] < 0 || call == launches_.end()) continue;
       const auto [t, tid] = call->second;
+      out_.activity[i].launch_ns = t;
+      out_.activity[i].launch_tid = tid;
       // The latest-starting op on the call's thread that encloses it (nested ops start later).
       auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
                                  [&](int64_t x, uint32_t o) { return x < out_.ops[o].start_ns; });

@@ -48,6 +48,9 @@ struct GpuActivity {
   double bytes = -1;
   // With KinetoReadOptions::ops: the CPU op (KinetoRank::ops) that launched it, -1 when unknown.
   int32_t launched_by = -1;
+  // With KinetoReadOptions::ops: when the runtime call that launched it started, on which host
+  // thread (-1: no runtime call found).
+  int64_t launch_ns = -1, launch_tid = -1;
   // kCollective: its process group (KinetoRank::groups) where the kernel records it (newer
   // PyTorch: "Process Group Name", "Process Group Ranks"); -1 when not recorded.
   int32_t group = -1;

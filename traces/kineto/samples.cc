@@ -107,6 +107,19 @@ double elementwise_bytes(const CpuOp& op) {
 
 }  // namespace
 
+std::vector<double> launch_intervals(const KinetoRank& rank) {
+  std::map<int64_t, std::vector<int64_t>> by_thread;
+  for (const GpuActivity& a : rank.activity)
+    if ((a.kind == GpuActivity::Kind::kKernel || a.kind == GpuActivity::Kind::kCollective) && a.launch_ns >= 0)
+      by_thread[a.launch_tid].push_back(a.launch_ns);
+  std::vector<double> out;
+  for (auto& [tid, starts] : by_thread) {
+    std::sort(starts.begin(), starts.end());
+    for (size_t i = 1; i < starts.size(); ++i) out.push_back(static_cast<double>(starts[i] - starts[i - 1]) * 1e-9);
+  }
+  return out;
+}
+
 std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t source) {
   std::vector<wl::KernelSample> out;
   std::map<int32_t, std::vector<const GpuActivity*>> by_op;

@@ -33,6 +33,11 @@ namespace traces {
 
 std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t source);
 
+// Host launch intervals (seconds): between the starts of consecutive runtime calls that launched
+// a kernel or an NCCL kernel on the same host thread (the training loop's; autograd's backward
+// thread is another), thread by thread, each in time order.
+std::vector<double> launch_intervals(const KinetoRank& rank);
+
 // `sizes`: per rank, from its execution trace (empty: the sizes the traces record). Throws
 // sim::UserError when the ranks' NCCL kernels cannot be matched or a size is missing.
 std::vector<wl::CollectiveSample> collective_samples(const std::vector<KinetoRank>& ranks,

@@ -356,6 +356,22 @@ void calibrate_collectives(const std::vector<CollectiveSample>& samples, const t
   f.after = rel_errors(simulate_collectives(uniq, topo, gpu, c.profile));
 }
 
+void calibrate_host(std::vector<double> intervals, Calibration& c) {
+  HostFit& h = c.host;
+  h.intervals = intervals.size();
+  h.host_overhead = c.profile.host_overhead;
+  if (intervals.size() < 20) {
+    h.note = std::to_string(intervals.size()) + " launch interval(s), fewer than 20";
+    return;
+  }
+  std::sort(intervals.begin(), intervals.end());
+  const double p10 = intervals[intervals.size() / 10];
+  h.median_s = intervals[intervals.size() / 2];
+  h.fitted = true;
+  h.host_overhead = sim::Time::from_seconds(p10);
+  c.profile.host_overhead = h.host_overhead;
+}
+
 std::string profile_yaml(const Calibration& c, const std::string& header) {
   std::string o;
   auto line = [&](const char* fmt, auto... args) {
@@ -395,6 +411,13 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
          errs(k.before).c_str(), k.note.empty() ? "" : "; ", k.note.c_str());
     line("%s: %.4f\nstep_overhead: %lldns\n", k.efficiency_key.c_str(), k.efficiency,
          static_cast<long long>(k.step_overhead.count_ns()));
+  }
+  const HostFit& h = c.host;
+  if (!h.fitted) {
+    line("# host: not fitted (%s)\n", h.note.c_str());
+  } else {
+    line("# host: 10th percentile of %zu launch intervals (median %.1f us)\nhost_overhead: %lldns\n", h.intervals,
+         h.median_s * 1e6, static_cast<long long>(h.host_overhead.count_ns()));
   }
   return o;
 }

@@ -85,6 +85,18 @@ struct CollectiveFit {
   std::string note;
 };
 
+// The host's launch cost (HardwareProfile::host_overhead): where the host launches back to back,
+// consecutive launches are one host_overhead apart; longer intervals are the host doing something
+// else (waiting on a synchronisation, Python between ops, the data loader). The fit is the 10th
+// percentile of the launch intervals (at least 20 of them), pooled over the traces.
+struct HostFit {
+  bool fitted = false;
+  sim::Time host_overhead;
+  size_t intervals = 0;
+  double median_s = 0;  // of all intervals, for the report
+  std::string note;
+};
+
 struct CalibrationOptions {
   uint32_t holdout_every = 4;          // 0: hold no shape out
   std::vector<uint32_t> test_sources;  // traces used only to test the fit
@@ -94,6 +106,7 @@ struct Calibration {
   topo::HardwareProfile profile;  // the base profile with the fitted fields replaced
   std::vector<ClassFit> kernels;  // gemm, attention, memory
   CollectiveFit collectives;
+  HostFit host;
 };
 
 // Fits the kernel classes; `base` is the profile the fit starts from (the cluster's).
@@ -105,6 +118,9 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
 // sim::UserError.
 void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
                            const topo::GpuSpec& gpu, Calibration& c);
+
+// Fits host_overhead from launch intervals in seconds (c.profile is updated when fitted).
+void calibrate_host(std::vector<double> intervals, Calibration& c);
 
 // Simulated time of each sample on `topo` with `profile`, in order (one collective at a time).
 std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,

@@ -14,24 +14,6 @@ namespace wl {
 
 namespace {
 
-// The parts of a step in report order: the summary's label, the JSON key (snake_case, unit in the
-// name) and the seconds.
-struct Part {
-  const char* label;
-  const char* key;
-  double seconds;
-};
-std::vector<Part> breakdown_parts(const Breakdown& b) {
-  return {{"compute", "compute_s", b.compute},
-          {"exposed tp comm", "exposed_tp_s", b.exposed[static_cast<size_t>(Dim::kTp)]},
-          {"exposed cp comm", "exposed_cp_s", b.exposed[static_cast<size_t>(Dim::kCp)]},
-          {"exposed pp comm", "exposed_pp_s", b.exposed[static_cast<size_t>(Dim::kPp)]},
-          {"exposed dp comm", "exposed_dp_s",
-           b.exposed[static_cast<size_t>(Dim::kDp)] + b.exposed[static_cast<size_t>(Dim::kDpOuter)]},
-          {"pipeline bubble", "bubble_s", b.bubble},
-          {"optimizer", "optimizer_s", b.optimizer}};
-}
-
 class TrainingJobImpl : public Job {
  public:
   TrainingJobImpl(TrainingSettings ts, std::optional<FailureSettings> failures, uint32_t spare_nodes)
@@ -253,7 +235,7 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           r.tflops_per_gpu);
   appendf(o, "  MFU               %10.1f %%  of %.0f TFLOP/s peak\n\n", r.mfu * 100, r.peak_flops / 1e12);
   appendf(o, "  where the time goes (mean over ranks; parts add up to the step time):\n");
-  for (const Part& p : breakdown_parts(r.mean))
+  for (const BreakdownPart& p : breakdown_parts(r.mean))
     appendf(o, "    %-18s %10.4f s  %5.1f %%\n", p.label, p.seconds, r.step_time_s > 0 ? p.seconds / r.step_time_s * 100 : 0);
   appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the CUDA\n"
           "  context and %d NCCL communicator(s)):\n",
@@ -281,7 +263,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   out["mfu"] = r.mfu;
   out["mfu_convention"] = "model FLOPs 6N + 12*L*H*Q*T per token (PaLM), recompute excluded, dense peak of the precision";
   nlohmann::ordered_json b;
-  for (const Part& p : breakdown_parts(r.mean)) b[p.key] = p.seconds;
+  for (const BreakdownPart& p : breakdown_parts(r.mean)) b[p.key] = p.seconds;
   out["breakdown"] = b;
   double peak = 0;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();

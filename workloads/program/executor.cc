@@ -74,6 +74,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     for (const Op& op : p.ops())
       if (op.kind == OpKind::kKernel && op.index != 0) kernel_costs_[t][op.index - 1] = coster_->cost(p, op);
   }
+  if (job_.host_overhead > sim::Time::zero()) compute_host_ready();
   handler_ = sim_.add_handler(this);
   ncat_ = static_cast<uint16_t>(job_.categories.size());
   ranks_.resize(n);
@@ -323,6 +324,7 @@ void ProgramExecutor::pump(uint32_t rank) {
         if (st.next >= list.size()) continue;
         uint32_t idx = list[st.next];
         if (!deps_done(r, p, p.op(idx))) continue;
+        if (!host_ready_.empty() && wait_for_host(r, p, s, idx)) continue;
         issue(r, p, idx);
         if (halted(r)) break;
       }
@@ -344,6 +346,72 @@ void ProgramExecutor::pump(uint32_t rank) {
     }
   }
   pumping_ = false;
+}
+
+void ProgramExecutor::compute_host_ready() {
+  const double h = job_.host_overhead.seconds();
+  std::vector<double> ks;
+  host_ready_.resize(job_.templates.size());
+  for (size_t t = 0; t < job_.templates.size(); ++t) {
+    const Program& p = job_.templates[t];
+    std::vector<sim::Time>& ready = host_ready_[t];
+    ready.resize(p.ops().size());
+    double host = 0;  // host seconds spent before the op's first launch
+    for (uint32_t i = 0; i < p.ops().size(); ++i) {
+      const Op& op = p.op(i);
+      double at = host;
+      switch (op.kind) {
+        case OpKind::kKernel:
+        case OpKind::kTimed: {
+          if (op.kind == OpKind::kTimed)
+            ks.assign(1, op.seconds);
+          else
+            coster_->kernel_seconds(p, op, ks);
+          // Kernel j (1-based) launches at host + j h; the op ends no earlier than
+          // host + max_j(j h + d_j + ... + d_k), so it starts no earlier than that less its sum.
+          double suffix = 0;
+          for (double d : ks) suffix += d;
+          const double total = suffix;
+          double end = 0;
+          for (size_t j = 0; j < ks.size(); ++j) {
+            end = std::max(end, static_cast<double>(j + 1) * h + suffix);
+            suffix -= ks[j];
+          }
+          at = host + std::max(h, end - total);
+          host += static_cast<double>(ks.size()) * h;
+          break;
+        }
+        case OpKind::kCollective:
+        case OpKind::kSend:
+        case OpKind::kRecv:
+          host += h;
+          at = host;
+          break;
+        default: break;
+      }
+      if (!(at < 1e9))
+        throw sim::UserError("the host needs more than 1e9 s to launch a rank's ops (host_overhead " +
+                             std::to_string(job_.host_overhead.count_ns()) + " ns)");
+      ready[i] = sim::Time::from_seconds(at);
+    }
+  }
+}
+
+bool ProgramExecutor::wait_for_host(uint32_t rank, const Program& p, uint16_t s, uint32_t idx) {
+  const sim::Time ready = rank_start(rank) + host_ready_[job_.template_of_rank[rank]][idx];
+  const sim::Time now = sim_.now();
+  if (ready <= now) return false;
+  StreamState& st = ss(rank, s);
+  st.busy = 1;  // waiting for the host: not issued yet, no kernel running
+  st.started = now;
+  running_[stream_base_[rank] + s] = sim::ActivityId(0xFFFFFFFFu);
+  if (s == 0) {
+    charge_gap(rank, p, p.op(idx));  // what it waited for before the host became the bottleneck
+    ranks_[rank].free_since = now;
+  }
+  const uint32_t d = take_slot(delays_, free_delays_);
+  delays_[d] = Delay{rank, s, sim_.schedule_at(ready, handler_, d), kHostWait};
+  return true;
 }
 
 void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) {
@@ -728,6 +796,19 @@ void ProgramExecutor::on_event(uint32_t d) {
   }
   Delay dl = delays_[d];
   free_delays_.push_back(d);
+  if (dl.flight == kHostWait) {  // the host launched the stream's head op: issue it
+    if (halted(dl.rank)) return;
+    StreamState& st = ss(dl.rank, dl.stream);
+    st.busy = 0;
+    if (dl.stream == 0) {
+      RankState& rs = ranks_[dl.rank];
+      cat_s_[static_cast<size_t>(dl.rank) * ncat_ + job_.host_category] += (sim_.now() - rs.free_since).seconds();
+      rs.free_since = sim_.now();
+    }
+    const Program& p = program_of(dl.rank);
+    issue(dl.rank, p, p.stream_ops(dl.stream)[st.next]);
+    return;
+  }
   if (dl.flight != kNone) {  // a measured collective's time elapsed
     on_collective_done(dl.flight);
     return;
@@ -822,24 +903,39 @@ double ProfileKernelCoster::latency_s(KernelClass c) const {
   }
 }
 
+ProfileKernelCoster::Sums ProfileKernelCoster::term(const CostTerm& t) const {
+  double eff = profile_.vector_efficiency;
+  if (t.cls == KernelClass::kGemm) eff = profile_.gemm_efficiency;
+  if (t.cls == KernelClass::kAttention) eff = profile_.attention_efficiency;
+  const double rate = (t.cls == KernelClass::kGemm ? gemm_peak_ : peak_) * eff;
+  Sums s;
+  if (t.cls != KernelClass::kMemory) {
+    s.sm_s = t.flops[0] / (rate * t.wave[0]);
+    if (t.flops[1] != 0) s.sm_s += t.flops[1] / (rate * t.wave[1]);
+  }
+  s.hbm_s = t.bytes / (hbm_ * profile_.memory_efficiency);
+  s.seconds = latency_s(t.cls) + std::max(s.sm_s, s.hbm_s);
+  return s;
+}
+
 ProfileKernelCoster::Sums ProfileKernelCoster::sum(const std::vector<CostTerm>& terms) const {
   Sums s;
   for (const CostTerm& t : terms) {
-    double eff = profile_.vector_efficiency;
-    if (t.cls == KernelClass::kGemm) eff = profile_.gemm_efficiency;
-    if (t.cls == KernelClass::kAttention) eff = profile_.attention_efficiency;
-    const double rate = (t.cls == KernelClass::kGemm ? gemm_peak_ : peak_) * eff;
-    double sm = 0;
-    if (t.cls != KernelClass::kMemory) {
-      sm = t.flops[0] / (rate * t.wave[0]);
-      if (t.flops[1] != 0) sm += t.flops[1] / (rate * t.wave[1]);
-    }
-    const double hbm = t.bytes / (hbm_ * profile_.memory_efficiency);
-    s.seconds += latency_s(t.cls) + std::max(sm, hbm);
-    s.sm_s += sm;
-    s.hbm_s += hbm;
+    const Sums one = term(t);
+    s.seconds += one.seconds;
+    s.sm_s += one.sm_s;
+    s.hbm_s += one.hbm_s;
   }
   return s;
+}
+
+void ProfileKernelCoster::kernel_seconds(const Program& p, const Op& op, std::vector<double>& out) const {
+  if (op.index == 0) {
+    out.assign(1, cost(p, op).seconds);
+    return;
+  }
+  out.clear();
+  for (const CostTerm& t : p.cost_terms(op.index)) out.push_back(term(t).seconds);
 }
 
 KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) const {

@@ -47,6 +47,11 @@ class KernelCoster {
     double seconds = 0, sm_load = 0, hbm_load = 0;  // as a timed op's
   };
   virtual Cost cost(const Program& p, const Op& op) const = 0;
+  // The time alone of each GPU kernel the op launches, in launch order: one per cost term of a
+  // fused op, else the op's own (for the host dispatch model, JobProgram::host_overhead).
+  virtual void kernel_seconds(const Program& p, const Op& op, std::vector<double>& out) const {
+    out.assign(1, cost(p, op).seconds);
+  }
 };
 
 // The hardware profile's kernel cost (topology/hardware_profile.h): a kernel of F FLOPs of class
@@ -63,6 +68,7 @@ class ProfileKernelCoster : public KernelCoster {
                       double gemm_peak_flops = 0)
       : profile_(profile), peak_(peak_flops), hbm_(hbm_Bps), gemm_peak_(gemm_peak_flops > 0 ? gemm_peak_flops : peak_flops) {}
   Cost cost(const Program& p, const Op& op) const override;
+  void kernel_seconds(const Program& p, const Op& op, std::vector<double>& out) const override;
   // Summed over `terms` in order: each term's roofline time max(FLOP time, HBM time), its FLOP
   // time and its HBM time (a fused kernel's time alone, and the SM and HBM seconds it loads).
   struct Sums {
@@ -72,6 +78,7 @@ class ProfileKernelCoster : public KernelCoster {
   double latency_s(KernelClass c) const;  // the profile's fixed time per kernel of class c
 
  private:
+  Sums term(const CostTerm& t) const;  // one term's time alone, SM seconds and HBM seconds
   topo::HardwareProfile profile_;
   double peak_, hbm_, gemm_peak_;
 };
@@ -191,13 +198,22 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t rank = 0;
     uint16_t stream = 0;
     sim::EventId event{};
-    uint32_t flight = 0xFFFFFFFFu;  // a measured collective's flight: its fixed time elapsed
+    uint32_t flight = 0xFFFFFFFFu;  // a measured collective's flight: its fixed time elapsed;
+                                    // kHostWait: the host launched the stream's head op
   };
+  static constexpr uint32_t kHostWait = 0xFFFFFFFEu;
 
   const Program& program_of(uint32_t rank) const { return job_.templates[job_.template_of_rank[rank]]; }
   StreamState& ss(uint32_t rank, uint16_t s) { return streams_[stream_base_[rank] + s]; }
   const StreamState& ss(uint32_t rank, uint16_t s) const { return streams_[stream_base_[rank] + s]; }
   bool deps_done(uint32_t rank, const Program& p, const Op& op) const;
+  // JobProgram::host_overhead: when the host launches op `idx` of the rank's program after now,
+  // the stream waits for it (a delay) and true is returned; false: issue it now.
+  bool wait_for_host(uint32_t rank, const Program& p, uint16_t s, uint32_t idx);
+  void compute_host_ready();
+  sim::Time rank_start(uint32_t rank) const {
+    return step_start_ + (job_.start_offset.empty() ? sim::Time::zero() : job_.start_offset[rank]);
+  }
   void pump(uint32_t rank);
   void issue(uint32_t rank, const Program& p, uint32_t op_index);
   void complete(uint32_t rank, uint16_t s);
@@ -241,6 +257,9 @@ class ProgramExecutor : public sim::ActivityOwner,
   const KernelCoster* coster_;
   std::unique_ptr<ProfileKernelCoster> default_coster_;
   std::vector<std::vector<KernelCoster::Cost>> kernel_costs_;  // per template, per cost-term list
+  // With JobProgram::host_overhead: per template, per op, the earliest start after the rank's start
+  // that the host's dispatch allows (empty: no host model).
+  std::vector<std::vector<sim::Time>> host_ready_;
   sim::HandlerId handler_;
   std::vector<uint8_t> uniform_comm_;  // per comm: its groups share plans (generated, members alike)
   std::vector<RankState> ranks_;

@@ -203,6 +203,18 @@ struct JobProgram {
   // nothing, and for a recv, idle until the sender started sending and the recv's category after.
   std::vector<std::string> categories{"compute", "idle"};
   uint16_t idle_category = 1;
+  // The host's dispatch of the ops (eager PyTorch: Python, the dispatcher, cudaLaunchKernel): each
+  // GPU kernel (every cost term of a fused op), collective, send and recv costs the rank's host
+  // `host_overhead` of CPU time, in program order from the rank's start, and cannot start on the
+  // GPU before the host has launched it. The host never waits for the GPU (no synchronisation
+  // inside a step), so it runs ahead of long kernels and only shows where kernels are shorter than
+  // their launches. A fused op of kernels d_1..d_k whose first launch begins at host time H ends no
+  // earlier than H + max_j(j x host_overhead + d_j + ... + d_k); it starts no earlier than that
+  // less its time alone, which gives the same end on an idle GPU (the wait is placed before the op
+  // rather than between its kernels). Zero: the host is never the bottleneck (replayed traces keep
+  // their measured gaps). Time stream 0 waits for the host is charged to `host_category`.
+  sim::Time host_overhead = sim::Time::zero();
+  uint16_t host_category = 0;
   // Trace label of a rank (called once per traced rank at start); empty: "rank N".
   std::function<std::string(uint32_t)> rank_label;
 

@@ -41,15 +41,27 @@ std::string step_fingerprint(const StepResult& r) {
                     " pp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kPp)]) +
                     " dp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDp)]) +
                     " dp_outer_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDpOuter)]) + " bubble_ns=" + ns(b.bubble) +
-                    " optimizer_ns=" + ns(b.optimizer) + " mem=";
+                    " optimizer_ns=" + ns(b.optimizer) + " host_ns=" + ns(b.host) + " mem=";
   for (size_t i = 0; i < r.memory.size(); ++i)
     out += (i ? "/" : "") + std::to_string(std::llround(r.memory[i].bytes.total()));
   out += r.fits ? " fits" : " oom";
   return out;
 }
 
+std::vector<BreakdownPart> breakdown_parts(const Breakdown& b) {
+  return {{"compute", "compute_s", b.compute},
+          {"exposed tp comm", "exposed_tp_s", b.exposed[static_cast<size_t>(Dim::kTp)]},
+          {"exposed cp comm", "exposed_cp_s", b.exposed[static_cast<size_t>(Dim::kCp)]},
+          {"exposed pp comm", "exposed_pp_s", b.exposed[static_cast<size_t>(Dim::kPp)]},
+          {"exposed dp comm", "exposed_dp_s",
+           b.exposed[static_cast<size_t>(Dim::kDp)] + b.exposed[static_cast<size_t>(Dim::kDpOuter)]},
+          {"pipeline bubble", "bubble_s", b.bubble},
+          {"optimizer", "optimizer_s", b.optimizer},
+          {"host launch wait", "host_wait_s", b.host}};
+}
+
 double Breakdown::total() const {
-  double t = compute + optimizer + bubble;
+  double t = compute + optimizer + bubble + host;
   for (double e : exposed) t += e;
   return t;
 }
@@ -57,7 +69,7 @@ double Breakdown::total() const {
 TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts,
                            const std::vector<uint32_t>& trace_ranks, StepOptions options)
     : res_(res), ts_(ts), job_(ts.job), options_(std::move(options)) {
-  job_.profile = res.profile();  // the cluster's hardware profile is the one that counts
+  job_.profile = res.profile();  // the cluster's hardware profile is the one that counts (host_overhead too)
   plan_ = build_training(job_);
   result_.memory = plan_.memory;
   // The framework gets the device's memory less the CUDA context and one set of NCCL buffers per
@@ -145,12 +157,14 @@ StepResult TrainingStep::finish(const sim::RunResult& run) {
     b.compute = exec.category_seconds(rank, TrainingCategory::kCompute);
     b.optimizer = exec.category_seconds(rank, TrainingCategory::kOptimizer);
     b.bubble = exec.category_seconds(rank, TrainingCategory::kBubble);
+    b.host = exec.category_seconds(rank, TrainingCategory::kHost);
     for (size_t d = 0; d < kNumDims; ++d) b.exposed[d] = exec.category_seconds(rank, category_of(static_cast<Dim>(d)));
     auto st = layout.coord(rank, Dim::kPp);
     auto add = [](Breakdown& into, const Breakdown& x) {
       into.compute += x.compute;
       into.optimizer += x.optimizer;
       into.bubble += x.bubble;
+      into.host += x.host;
       for (size_t d = 0; d < kNumDims; ++d) into.exposed[d] += x.exposed[d];
     };
     add(r.mean, b);
@@ -161,6 +175,7 @@ StepResult TrainingStep::finish(const sim::RunResult& run) {
     b.compute *= k;
     b.optimizer *= k;
     b.bubble *= k;
+    b.host *= k;
     for (double& e : b.exposed) e *= k;
   };
   scale(r.mean, 1.0 / gpus);

@@ -24,8 +24,18 @@ namespace wl {
 struct Breakdown {
   double compute = 0, optimizer = 0, bubble = 0;
   std::array<double, kNumDims> exposed{};  // indexed by Dim (kPp: exposed pipeline transfers)
+  double host = 0;  // the GPU waiting for the host to launch kernels (JobProgram::host_overhead)
   double total() const;
 };
+
+// The parts of a step in report order: the summary's label, the JSON key (snake_case, unit in the
+// name) and the seconds (DP and outer DP together).
+struct BreakdownPart {
+  const char* label;
+  const char* key;
+  double seconds;
+};
+std::vector<BreakdownPart> breakdown_parts(const Breakdown& b);
 
 // How a simulated step ended: every rank finished; or it could not finish (a dead rank, a hang):
 // `report` names what waits on what; or the program was malformed (`report` says how); or a

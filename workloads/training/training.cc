@@ -558,8 +558,11 @@ JobProgram training_job_program(const TrainingJob& job, TrainingPlan& plan,
     c.algorithm_at = algorithm_at[static_cast<size_t>(Dim::kDp)];
     jp.add_comm(std::move(c));
   }
-  jp.categories = {"compute", "bubble", "tp", "cp", "pp", "dp", "dp_outer", "optimizer"};
+  jp.categories = {"compute", "bubble", "tp", "cp", "pp", "dp", "dp_outer", "optimizer", "host"};
   jp.idle_category = TrainingCategory::kBubble;
+  // Eager PyTorch launches every kernel from the host (hardware profile host_overhead).
+  jp.host_overhead = job.profile.host_overhead;
+  jp.host_category = TrainingCategory::kHost;
   return jp;
 }
 

@@ -44,7 +44,7 @@ inline constexpr sim::EnumNames<DataParallel, 4> kDataParallelNames{{{
 inline constexpr uint32_t kDpCpComm = static_cast<uint32_t>(kNumDims);
 inline constexpr uint16_t kComputeStream = 0, kTpStream = 1, kCpStream = 2, kPpSendStream = 3, kPpRecvStream = 4,
                           kDpStream = 5, kDpOuterStream = 6;
-enum TrainingCategory : uint16_t { kCompute, kBubble, kTp, kCp, kPp, kDp, kDpOuter, kOptimizer };
+enum TrainingCategory : uint16_t { kCompute, kBubble, kTp, kCp, kPp, kDp, kDpOuter, kOptimizer, kHost };
 TrainingCategory category_of(Dim d);
 
 struct TrainingJob {
