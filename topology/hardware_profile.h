@@ -39,6 +39,10 @@ struct HardwareProfile {
   sim::Time gemm_latency = sim::Time::zero();
   sim::Time attention_latency = sim::Time::zero();
   sim::Time kernel_latency = sim::Time::zero();  // every other kernel (vector, memory-bound)
+  // The GPU's idle time between two kernels of a stream when the second was already queued (the
+  // device-side launch: work distribution, the first block's start): added to every costed
+  // kernel, of any class, loading nothing.
+  sim::Time kernel_gap = sim::Time::ns(1150);
   // --- links: payload fraction and latency per link kind --------------------------------------
   double scale_up_efficiency = 0.82;
   double nic_efficiency = 0.94;

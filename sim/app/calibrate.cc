@@ -62,7 +62,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   ro.ops = true;
   std::vector<traces::KinetoRank> ranks;
   std::vector<wl::KernelSample> samples;
-  std::vector<double> intervals;  // host launch intervals of the fitted traces
+  std::vector<double> intervals, gaps;  // host launch intervals, queued kernel gaps of the fitted traces
   wl::CalibrationOptions co;
   co.holdout_every = opt.holdout;
   auto read = [&](const std::string& f, bool test) {
@@ -70,7 +70,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     const uint32_t source = static_cast<uint32_t>(ranks.size());
     for (auto& s : traces::kernel_samples(r, source)) samples.push_back(std::move(s));
     if (test) co.test_sources.push_back(source);
-    else for (double d : traces::launch_intervals(r)) intervals.push_back(d);
+    if (!test) {
+      for (double d : traces::launch_intervals(r)) intervals.push_back(d);
+      for (double d : traces::queued_kernel_gaps(r)) gaps.push_back(d);
+    }
     ranks.push_back(std::move(r));
   };
   for (const auto& f : opt.traces) read(f, false);
@@ -102,7 +105,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   wl::Calibration cal = wl::calibrate_kernels(samples, gpu, sc.cluster.profile, co);
   wl::calibrate_collectives(colls, *sc.topology, gpu, cal);
   if (!coll_note.empty()) cal.collectives.note = coll_note;
-  wl::calibrate_host(std::move(intervals), cal);
+  wl::calibrate_host(std::move(intervals), std::move(gaps), cal);
 
   std::string header = "# Hardware profile fitted by `clustersim calibrate` (load it with cluster.profile.file).\n";
   header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; traces:";
@@ -148,6 +151,11 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                   sim::format_duration(cal.host.host_overhead).c_str(), cal.host.intervals, cal.host.median_s * 1e6);
     else
       std::printf("  host: not fitted (%s)\n", cal.host.note.c_str());
+    if (cal.host.gap_fitted)
+      std::printf("  kernel gap: %s (median of %zu gaps between queued kernels)\n",
+                  sim::format_duration(cal.host.kernel_gap).c_str(), cal.host.gaps);
+    else
+      std::printf("  kernel gap: not fitted (%s)\n", cal.host.gap_note.c_str());
     std::printf("\nwrote %s\n", opt.output.c_str());
   }
   if (!opt.json.empty()) {
@@ -188,6 +196,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     h["host_overhead_s"] = cal.host.host_overhead.seconds();
     h["median_interval_s"] = cal.host.median_s;
     if (!cal.host.note.empty()) h["note"] = cal.host.note;
+    h["kernel_gap_fitted"] = cal.host.gap_fitted;
+    h["queued_gaps"] = cal.host.gaps;
+    h["kernel_gap_s"] = cal.host.kernel_gap.seconds();
+    if (!cal.host.gap_note.empty()) h["kernel_gap_note"] = cal.host.gap_note;
     j["host"] = h;
     write_output(opt.json, j.dump(2) + "\n");
   }

@@ -124,14 +124,21 @@ TEST(LaunchIntervals, HostLaunchesOfTheHtaA100Sample) {
   std::sort(iv.begin(), iv.end());
   EXPECT_NEAR(iv[269], 11.8642578125e-6, 1e-9);
   EXPECT_NEAR(iv[1349], 171.94e-6, 0.01e-6);
+  // Queued kernel gaps (the same script: per stream, consecutive kernels whose second's launch call
+  // started at least 20 us before the first ended): 729 of them, the median (index 364) 1.15234375 us.
+  std::vector<double> gaps = queued_kernel_gaps(read_kineto(f.string(), ro));
+  ASSERT_EQ(gaps.size(), 729u);
   wl::Calibration c;
-  wl::calibrate_host(iv, c);
+  wl::calibrate_host(iv, gaps, c);
+  EXPECT_TRUE(c.host.gap_fitted);
+  EXPECT_NEAR(c.host.kernel_gap.seconds(), 1.15234375e-6, 1e-9);
   EXPECT_TRUE(c.host.fitted);
   EXPECT_NEAR(c.host.host_overhead.seconds(), 11.864e-6, 1e-9);
   EXPECT_EQ(c.profile.host_overhead, c.host.host_overhead);
   // Fewer than 20 intervals: not fitted, the profile keeps its value, and the note says why.
   wl::Calibration few;
-  wl::calibrate_host({1e-6, 2e-6}, few);
+  wl::calibrate_host({1e-6, 2e-6}, {}, few);
+  EXPECT_FALSE(few.host.gap_fitted);
   EXPECT_FALSE(few.host.fitted);
   EXPECT_EQ(few.profile.host_overhead, topo::HardwareProfile{}.host_overhead);
   EXPECT_NE(few.host.note.find("2 launch interval(s)"), std::string::npos) << few.host.note;

@@ -29,6 +29,7 @@ inline topo::HardwareProfile ideal_profile() {
   o.scale_up_efficiency = o.nic_efficiency = o.fabric_efficiency = o.torus_efficiency = 1.0;
   o.comm_sms = 0;
   o.comm_hbm_fraction = 0.0;
+  o.kernel_gap = sim::Time::zero();  // kernels back to back, as the hand calculations assume
   return o;
 }
 

@@ -120,6 +120,23 @@ std::vector<double> launch_intervals(const KinetoRank& rank) {
   return out;
 }
 
+std::vector<double> queued_kernel_gaps(const KinetoRank& rank) {
+  std::map<uint32_t, std::vector<const GpuActivity*>> by_stream;
+  for (const GpuActivity& a : rank.activity)
+    if (a.kind == GpuActivity::Kind::kKernel || a.kind == GpuActivity::Kind::kCollective) by_stream[a.stream].push_back(&a);
+  std::vector<double> out;
+  for (auto& [stream, list] : by_stream) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const GpuActivity* x, const GpuActivity* y) { return x->start_ns < y->start_ns; });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const int64_t prev_end = list[i - 1]->start_ns + list[i - 1]->dur_ns;
+      if (list[i]->launch_ns < 0 || list[i]->launch_ns > prev_end - 20000 || list[i]->start_ns < prev_end) continue;
+      out.push_back(static_cast<double>(list[i]->start_ns - prev_end) * 1e-9);
+    }
+  }
+  return out;
+}
+
 std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t source) {
   std::vector<wl::KernelSample> out;
   std::map<int32_t, std::vector<const GpuActivity*>> by_op;

@@ -38,6 +38,10 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
 // thread is another), thread by thread, each in time order.
 std::vector<double> launch_intervals(const KinetoRank& rank);
 
+// Gaps (seconds) between consecutive kernels of a stream where the second was queued: its launch
+// call started at least 20 us (longer than a launch call takes) before the first kernel ended.
+std::vector<double> queued_kernel_gaps(const KinetoRank& rank);
+
 // `sizes`: per rank, from its execution trace (empty: the sizes the traces record). Throws
 // sim::UserError when the ranks' NCCL kernels cannot be matched or a size is missing.
 std::vector<wl::CollectiveSample> collective_samples(const std::vector<KinetoRank>& ranks,

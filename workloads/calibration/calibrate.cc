@@ -356,8 +356,18 @@ void calibrate_collectives(const std::vector<CollectiveSample>& samples, const t
   f.after = rel_errors(simulate_collectives(uniq, topo, gpu, c.profile));
 }
 
-void calibrate_host(std::vector<double> intervals, Calibration& c) {
+void calibrate_host(std::vector<double> intervals, std::vector<double> gaps, Calibration& c) {
   HostFit& h = c.host;
+  h.gaps = gaps.size();
+  h.kernel_gap = c.profile.kernel_gap;
+  if (gaps.size() < 20) {
+    h.gap_note = std::to_string(gaps.size()) + " queued kernel gap(s), fewer than 20";
+  } else {
+    std::sort(gaps.begin(), gaps.end());
+    h.gap_fitted = true;
+    h.kernel_gap = sim::Time::from_seconds(gaps[gaps.size() / 2]);
+    c.profile.kernel_gap = h.kernel_gap;
+  }
   h.intervals = intervals.size();
   h.host_overhead = c.profile.host_overhead;
   if (intervals.size() < 20) {
@@ -419,6 +429,11 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
     line("# host: 10th percentile of %zu launch intervals (median %.1f us)\nhost_overhead: %lldns\n", h.intervals,
          h.median_s * 1e6, static_cast<long long>(h.host_overhead.count_ns()));
   }
+  if (!h.gap_fitted)
+    line("# kernel gap: not fitted (%s)\n", h.gap_note.c_str());
+  else
+    line("# kernel gap: median of %zu gaps between queued kernels\nkernel_gap: %lldns\n", h.gaps,
+         static_cast<long long>(h.kernel_gap.count_ns()));
   return o;
 }
 

@@ -89,12 +89,18 @@ struct CollectiveFit {
 // consecutive launches are one host_overhead apart; longer intervals are the host doing something
 // else (waiting on a synchronisation, Python between ops, the data loader). The fit is the 10th
 // percentile of the launch intervals (at least 20 of them), pooled over the traces.
+// The gap between back-to-back kernels (HardwareProfile::kernel_gap): the median of the gaps
+// between consecutive kernels of a stream whose second was already queued (at least 20).
 struct HostFit {
   bool fitted = false;
   sim::Time host_overhead;
   size_t intervals = 0;
   double median_s = 0;  // of all intervals, for the report
   std::string note;
+  bool gap_fitted = false;
+  sim::Time kernel_gap;
+  size_t gaps = 0;
+  std::string gap_note;
 };
 
 struct CalibrationOptions {
@@ -119,8 +125,9 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
 void calibrate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,
                            const topo::GpuSpec& gpu, Calibration& c);
 
-// Fits host_overhead from launch intervals in seconds (c.profile is updated when fitted).
-void calibrate_host(std::vector<double> intervals, Calibration& c);
+// Fits host_overhead from launch intervals and kernel_gap from queued kernel gaps, in seconds
+// (c.profile is updated with what was fitted).
+void calibrate_host(std::vector<double> intervals, std::vector<double> gaps, Calibration& c);
 
 // Simulated time of each sample on `topo` with `profile`, in order (one collective at a time).
 std::vector<double> simulate_collectives(const std::vector<CollectiveSample>& samples, const topo::Topology& topo,

@@ -896,10 +896,11 @@ void ProgramExecutor::withdraw(uint32_t rank) {
 }
 
 double ProfileKernelCoster::latency_s(KernelClass c) const {
+  const double gap = profile_.kernel_gap.seconds();  // between this kernel and the one before
   switch (c) {
-    case KernelClass::kGemm: return profile_.gemm_latency.seconds();
-    case KernelClass::kAttention: return profile_.attention_latency.seconds();
-    default: return profile_.kernel_latency.seconds();
+    case KernelClass::kGemm: return gap + profile_.gemm_latency.seconds();
+    case KernelClass::kAttention: return gap + profile_.attention_latency.seconds();
+    default: return gap + profile_.kernel_latency.seconds();
   }
 }
 

@@ -59,7 +59,8 @@ class KernelCoster {
 // efficiency)) alone, loading the SM pool with its FLOP time / t and HBM with its byte time / t
 // (the roofline, as topology::ClusterResources::start_kernel). kMemory kernels have no FLOPs
 // cost. The peak is the dense tensor rate of the precision the producer runs at. The profile's
-// per-kernel latency of the class (0 unless calibrated) adds to t and loads nothing.
+// per-kernel latency of the class (0 unless calibrated) and the gap between kernels (kernel_gap)
+// add to t and load nothing.
 class ProfileKernelCoster : public KernelCoster {
  public:
   // `gemm_peak_flops` (0: the same as peak_flops) is the peak GEMMs run at: FP8 training runs the
@@ -75,7 +76,8 @@ class ProfileKernelCoster : public KernelCoster {
     double seconds = 0, sm_s = 0, hbm_s = 0;
   };
   Sums sum(const std::vector<CostTerm>& terms) const;
-  double latency_s(KernelClass c) const;  // the profile's fixed time per kernel of class c
+  // The profile's fixed time per kernel of class c: its latency plus the gap before it (kernel_gap).
+  double latency_s(KernelClass c) const;
 
  private:
   Sums term(const CostTerm& t) const;  // one term's time alone, SM seconds and HBM seconds
