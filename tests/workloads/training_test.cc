@@ -403,6 +403,47 @@ TEST(TrainingHost, AHostBoundStepTakesTheHostsLaunchTime) {
   EXPECT_NEAR(r.mean.total(), r.step_time_s, 1e-9 * n);
 }
 
+TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
+  // One GPU, a small Llama-style model (RMSNorm, RoPE, SwiGLU), one micro-batch, no recompute, no
+  // kernel gap and no host: the step is the sum of its kernels' roofline times, and every op whose
+  // bytes eager changes is memory-bound both ways (at most 10 FLOPs per 4 bytes moved, against
+  // 67 TFLOP/s of vector math and 3.35 TB/s x 0.85 of HBM). So the eager step is longer by the extra
+  // bytes over the HBM rate. Per element of n = tokens x hidden, e = tokens x (q + kv heads) x
+  // head_dim, f = tokens x ffn, per logit of l = tokens x vocab, per parameter of P (transformer.cc,
+  // training.h count them): each RMSNorm 36 - 4 = 32 more forward, (76 + 8) - 6 = 78 more backward;
+  // RoPE 20 - 4 = 16 more each way; SwiGLU's activation 10 - 6 = 4 forward and 18 - 10 = 8
+  // backward; the loss 14 - 2 = 12 and 22 - 4 = 18; AdamW 80 - 32 = 48. A layer: 2 x 110 n + 32 e +
+  // 12 f; the head: 110 n (final norm) + 30 l.
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  job.model = find_model_preset("llama3-8b");
+  job.model.layers = 2;
+  job.model.hidden = 1024;
+  job.model.ffn_hidden = 4096;
+  job.model.heads = 8;
+  job.model.kv_heads = 2;
+  job.model.vocab = 32000;
+  job.seq_len = 1024;
+  job.optimizer_bytes_per_param = 32;
+  job.profile.kernel_gap = sim::Time::zero();
+  auto t = free_network(1);
+  const double fused = run_step(job, t).step_time_s;
+  job.eager_kernels = true;
+  const double eager = run_step(job, t).step_time_s;
+  const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, f = tokens * 4096, l = tokens * 32000;
+  const double params = static_cast<double>(stage_params_per_rank(job.model, 2, true, true, 1, 1));
+  const double extra = 2 * (220 * n + 32 * e + 12 * f) + 110 * n + 30 * l + 48 * params;
+  EXPECT_NEAR(eager - fused, extra / (3.35e12 * 0.85), 50e-9);  // each op rounded to 1 ns
+  // The kernels: with a gap of 1 us each, eager's extra kernels add 1 us apiece. Per layer, each
+  // RMSNorm 8 - 1 forward and (13 + 2) - 2 backward (20), RoPE 6 - 1 each way (10), SwiGLU's
+  // activation 1 forward and 2 backward (3): 2 x 20 + 10 + 3 = 53; the head: 20 (final norm) +
+  // 2 + 3 (loss: 3 - 1 forward, 4 - 1 backward); the optimizer 8 - 1 = 7.
+  job.profile.kernel_gap = sim::Time::us(1);
+  const double eager_gap = run_step(job, t).step_time_s;
+  job.eager_kernels = false;
+  const double fused_gap = run_step(job, t).step_time_s;
+  EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 53 + 25 + 7) * 1e-6, 100e-9);
+}
+
 TEST(TrainingLayout, DefaultOrderKeepsTensorParallelInsideANode) {
   // tp 8, cp 1, pp 4, dp 2 -> strides tp 1, cp 8, pp 8, dp 32.
   Layout l({8, 1, 4, 2, 1}, Layout::default_order());

@@ -306,6 +306,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["global_batch"] = j.global_batch;
   c["precision"] = std::string(kPrecisionNames.name(j.precision));
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
+  c["kernels"] = j.eager_kernels ? "eager" : "fused";
   out["config"] = c;
   nlohmann::ordered_json w;
   w["ranks"] = ts.job.world();

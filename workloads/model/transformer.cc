@@ -179,6 +179,7 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
   op.fwd_bytes = bytes;
   op.bwd_input_bytes = bytes;
   op.bwd_weight_bytes = bytes;
+  op.bwd_weight_kernels = 1;
   finish(op);
   return op;
 }
@@ -188,7 +189,17 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
 // gamma, beta). Backward input grad ~2x forward; the gamma(/beta) gradient is a reduction over
 // tokens (2 resp. 4 per element). Bytes: forward reads x and writes y; backward reads x and dy
 // and writes dx; the weight grad writes the (replicated) norm weights.
-OpCost norm(const char* name, const ModelSpec& spec, double tokens, double ee) {
+//
+// Eager RMSNorm (the Llama reference and torchtitan: `self._norm(x.float()).type_as(x) *
+// self.weight` with `_norm(x) = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`), bytes per
+// element with activations of ee bytes and FP32 intermediates. Forward, 8 kernels: x.float()
+// (read ee, write 4), pow (4 + 4), mean (4), + eps and rsqrt (per row), x * r (4 + 4), type_as
+// (4 + ee), * weight (ee + ee): 28 + 4 ee. Input gradient, 13 kernels (autograd's backward of each):
+// g * weight (2 ee), to FP32 (ee + 4), g * r (4 + 4), g * x (4 + 4 + 4) and its row sum (4),
+// rsqrt, add and mean backward (per row, 3), pow backward (x^1, x 2, x g: 3 x (4 + 4)), the two
+// paths' sum (4 + 4 + 4), to ee (4 + ee): 68 + 4 ee. Weight gradient, 2 kernels: g * y (3 ee) and
+// its sum over tokens (ee). LayerNorm is one ATen kernel each way (native_layer_norm): as fused.
+OpCost norm(const char* name, const ModelSpec& spec, double tokens, double ee, bool eager = false) {
   const bool rms = spec.norm == NormKind::kRmsNorm;
   const double n = tokens * static_cast<double>(spec.hidden);
   const double w = static_cast<double>(norm_params(spec));
@@ -201,6 +212,15 @@ OpCost norm(const char* name, const ModelSpec& spec, double tokens, double ee) {
   op.fwd_bytes = ee * (2.0 * n + w);
   op.bwd_input_bytes = ee * (3.0 * n + w);
   op.bwd_weight_bytes = ee * w;
+  op.bwd_weight_kernels = 1;
+  if (eager && rms) {
+    op.fwd_bytes = (28.0 + 4.0 * ee) * n + ee * w;
+    op.bwd_input_bytes = (68.0 + 4.0 * ee) * n + ee * w;
+    op.bwd_weight_bytes = 4.0 * ee * n + ee * w;
+    op.fwd_kernels = 8;
+    op.bwd_input_kernels = 13;
+    op.bwd_weight_kernels = 2;
+  }
   finish(op);
   return op;
 }
@@ -391,13 +411,21 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   const double q_cols = g.q_heads * g.head_dim;
   const double kv_cols = 2.0 * g.kv_heads * g.head_dim;
   std::vector<OpCost> ops;
-  ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee));
+  const bool eager = options.eager;
+  ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
   ops.push_back(gemm("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, g.eg));
   if (spec.position == PositionKind::kRope) {
     // Rotation of Q and K: 6 operations per pair of elements = 3 per element; read + write.
     const double elems = g.tokens * (g.q_heads + g.kv_heads) * g.head_dim;
     OpCost rope = elementwise("rope", elems, 3.0, 2.0, 2.0, g.ee);
     rope.bwd_input_flops = rope.fwd_flops;  // the inverse rotation costs the same
+    if (eager) {
+      // torchtitan's apply_rotary_emb, for Q and for K: x.float() (ee + 4), the complex product
+      // with freqs_cis (4 + 4), type_as (4 + ee): 3 kernels and 16 + 2 ee bytes per element; the
+      // backward runs the same three in reverse.
+      rope.fwd_bytes = rope.bwd_input_bytes = (16.0 + 2.0 * g.ee) * elems;
+      rope.fwd_kernels = rope.bwd_input_kernels = 6;
+    }
     finish(rope);
     ops.push_back(rope);
   }
@@ -433,7 +461,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     ops.push_back(elementwise("attn_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
     ops.back().bwd_input_flops = ops.back().fwd_flops;
     finish(ops.back());
-    ops.push_back(norm("mlp_norm", spec, g.norm_tokens, g.ee));
+    ops.push_back(norm("mlp_norm", spec, g.norm_tokens, g.ee, eager));
   }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
@@ -442,6 +470,15 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     // silu(gate) * up: sigmoid ~4, two multiplies; read gate and up, write the product;
     // backward reads dy, gate, up and writes dgate, dup.
     ops.push_back(elementwise("mlp_act", ffn_elems, 6.0, 3.0, 5.0, g.ee));
+    if (eager) {
+      // `F.silu(w1(x)) * w3(x)`: silu (2 accesses) and the product (3); backward: the product's
+      // two gradients (3 each) and silu's (3).
+      ops.back().fwd_bytes = 5.0 * g.ee * ffn_elems;
+      ops.back().bwd_input_bytes = 9.0 * g.ee * ffn_elems;
+      ops.back().fwd_kernels = 2;
+      ops.back().bwd_input_kernels = 3;
+      finish(ops.back());
+    }
   } else {
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // tanh-approximated GELU ~8 operations; read x, write y; backward reads dy and x, writes dx.
@@ -482,11 +519,11 @@ std::vector<OpCost> embedding_ops(const ModelSpec& spec, int64_t micro_batch, in
 }
 
 std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision) {
+                             const ParallelShape& shape, Precision precision, const OpOptions& options) {
   validate_run(spec, micro_batch, seq_len, shape);
   const Geometry g = geometry(spec, micro_batch, seq_len, shape, precision);
   std::vector<OpCost> ops;
-  ops.push_back(norm("final_norm", spec, g.norm_tokens, g.ee));
+  ops.push_back(norm("final_norm", spec, g.norm_tokens, g.ee, options.eager));
   ops.push_back(gemm("lm_head", g.tokens, g.hidden, g.vocab_local, g.eg));
   // Vocab-parallel cross-entropy over the local logits: max, subtract, exp, sum ~4 operations per
   // logit, reading the logits once; backward softmax - onehot, scaled (~2), read + write.
@@ -498,6 +535,15 @@ std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t
   ce.fwd_bytes = g.ee * logits + 4.0 * g.tokens;
   ce.bwd_input_flops = 2.0 * logits;
   ce.bwd_input_bytes = g.ee * 2.0 * logits;
+  if (options.eager) {
+    // torchtitan's `cross_entropy(pred.flatten(0, 1).float(), labels)`: to FP32 (ee + 4),
+    // log_softmax (4 + 4), nll_loss (per token): 3 kernels; backward: nll_loss's zero-filled FP32
+    // gradient (4) and scatter, log_softmax's (4 + 4 + 4), to ee (4 + ee): 4 kernels.
+    ce.fwd_bytes = (12.0 + g.ee) * logits + 4.0 * g.tokens;
+    ce.bwd_input_bytes = (20.0 + g.ee) * logits;
+    ce.fwd_kernels = 3;
+    ce.bwd_input_kernels = 4;
+  }
   finish(ce);
   ops.push_back(ce);
   return ops;

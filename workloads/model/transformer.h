@@ -153,6 +153,9 @@ struct OpCost {
   // Hardware-only FLOPs in backward that are not model FLOPs (flash-attention recomputing
   // QK^T: 0.5x the forward attention FLOPs). Add them for time, never for MFU.
   double bwd_recompute_flops = 0;
+  // GPU kernels each pass part launches: a GEMM's backward is two (dgrad, wgrad), a norm's weight
+  // gradient a reduction of its own; an unfused (eager) op several (OpOptions::eager).
+  int32_t fwd_kernels = 1, bwd_input_kernels = 1, bwd_weight_kernels = 0;
 };
 
 struct OpOptions {
@@ -161,6 +164,11 @@ struct OpOptions {
   // Flash-attention style core: no s x s matrix touches HBM; backward recomputes the scores.
   // false: the scores, the softmax output and their gradients are materialised in HBM.
   bool flash_attention = true;
+  // Eager PyTorch without fusion (torchtitan-style model code, no torch.compile): RMSNorm, RoPE,
+  // SwiGLU's activation and the loss run as the chains of ATen kernels their reference
+  // implementations launch, each reading and writing HBM, with FP32 intermediates (transformer.cc
+  // counts them). false: fused kernels (Megatron / Transformer Engine, or torch.compile).
+  bool eager = false;
 };
 
 // One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, attn_out_proj,
@@ -174,7 +182,7 @@ std::vector<OpCost> embedding_ops(const ModelSpec& spec, int64_t micro_batch, in
                                   const ParallelShape& shape, Precision precision);
 // Last pipeline stage: "final_norm", "lm_head" (vocab-parallel GEMM), "cross_entropy".
 std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision);
+                             const ParallelShape& shape, Precision precision, const OpOptions& options = {});
 
 double total_fwd_flops(const std::vector<OpCost>& ops);
 double total_bwd_flops(const std::vector<OpCost>& ops);

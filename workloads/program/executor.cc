@@ -915,7 +915,7 @@ ProfileKernelCoster::Sums ProfileKernelCoster::term(const CostTerm& t) const {
     if (t.flops[1] != 0) s.sm_s += t.flops[1] / (rate * t.wave[1]);
   }
   s.hbm_s = t.bytes / (hbm_ * profile_.memory_efficiency);
-  s.seconds = latency_s(t.cls) + std::max(s.sm_s, s.hbm_s);
+  s.seconds = static_cast<double>(t.kernels) * latency_s(t.cls) + std::max(s.sm_s, s.hbm_s);
   return s;
 }
 
@@ -936,7 +936,10 @@ void ProfileKernelCoster::kernel_seconds(const Program& p, const Op& op, std::ve
     return;
   }
   out.clear();
-  for (const CostTerm& t : p.cost_terms(op.index)) out.push_back(term(t).seconds);
+  for (const CostTerm& t : p.cost_terms(op.index)) {
+    const uint32_t k = std::max<uint32_t>(1, t.kernels);
+    out.insert(out.end(), k, term(t).seconds / k);
+  }
 }
 
 KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) const {

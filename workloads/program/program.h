@@ -62,6 +62,9 @@ struct CostTerm {
   double flops[2] = {0, 0};
   double wave[2] = {1, 1};
   double bytes = 0;
+  // GPU kernels the term stands for (an unfused op is several): each pays the profile's per-kernel
+  // latency and gap, and the host launches each (equal shares of the term's time).
+  uint32_t kernels = 1;
 };
 
 // Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication

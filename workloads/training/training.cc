@@ -157,7 +157,19 @@ class Coster {
       f += o.fwd_flops;
       b += o.fwd_bytes;
     }
+    int32_t kernels = 1;
+    switch (part) {
+      case PassPart::kFwd:
+      case PassPart::kRecompute: kernels = o.fwd_kernels; break;
+      case PassPart::kBwd: kernels = o.bwd_input_kernels + o.bwd_weight_kernels; break;
+      case PassPart::kBwdInput: kernels = o.bwd_input_kernels; break;
+      case PassPart::kBwdWeight: kernels = o.bwd_weight_kernels; break;
+    }
+    if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
+        o.cls == OpClass::kAttention)
+      kernels += o.fwd_kernels;
     CostTerm t;
+    t.kernels = static_cast<uint32_t>(std::max(1, kernels));
     t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
             : o.cls == OpClass::kAttention ? KernelClass::kAttention
                                            : KernelClass::kVector;
@@ -467,7 +479,8 @@ class StageBuilder {
     double shard = dp_->optimizer_share(params);
     optimizer_terms_.assign(1, CostTerm{});
     optimizer_terms_[0].cls = KernelClass::kMemory;
-    optimizer_terms_[0].bytes = shard * job_.optimizer_bytes_per_param;
+    optimizer_terms_[0].bytes = shard * job_.optimizer_bytes();
+    optimizer_terms_[0].kernels = job_.eager_kernels ? 8 : 1;
     Cost c;
     c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
     c.seconds = c.hbm_s;
@@ -571,6 +584,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ParallelShape shape{job.tp, job.cp, job.sequence_parallel && job.tp > 1};
   OpOptions oo;
   oo.flash_attention = job.flash_attention;
+  oo.eager = job.eager_kernels;
   int64_t b = job.micro_batch, s = job.seq_len;
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
@@ -578,7 +592,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
                                         embedding_comm(job.model, b, s, shape, job.precision), coster, false);
-  PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision),
+  PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision, oo),
                                        head_comm(job.model, b, s, shape, job.precision), coster, false);
   // Parameters per rank: a layer, the embedding (first chunk), the final norm + head (last chunk).
   double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));

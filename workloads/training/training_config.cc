@@ -72,6 +72,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.precision = kPrecisionNames.value(t.get_enum("precision", kPrecisionNames.names(), "bf16"));
   j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
+  j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
 
   auto p = w.child("parallelism");
   j.tp = p.get_int_in("tp", 1, 1 << 20, 1);
