@@ -4,12 +4,22 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "sim/app/commands.h"
+#include "sim/app/mpi_points.h"
 #include "sim/error.h"
 
 int main(int argc, char** argv) {
+  // Started only when launched by mpirun; finished when main returns.
+  std::unique_ptr<app::MpiSession> mpi;
+  try {
+    mpi = std::make_unique<app::MpiSession>(&argc, &argv);
+  } catch (const sim::UserError& e) {
+    std::fprintf(stderr, "clustersim: error: %s\n", e.what());
+    return 2;
+  }
   CLI::App app{"clustersim: discrete-event simulator of GPU and TPU clusters training large models"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
@@ -127,6 +137,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (app::mpi_size() > 1 && !*sweep_cmd)
+      throw sim::UserError("under mpirun only `clustersim sweep` runs (its points spread over the ranks); run "
+                           "other commands without mpirun");
     if (*run_cmd) return app::cmd_run(run);
     if (*topo_cmd) return app::cmd_topology(topo);
     if (*catalog_cmd) return app::cmd_catalog();

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "sim/app/commands.h"
+#include "sim/app/mpi_points.h"
 #include "sim/config.h"
 #include "sim/error.h"
 #include "sim/parallel.h"
@@ -124,12 +125,10 @@ int cmd_sweep(const SweepOptions& opt) {
   for (size_t i = shard; i < points; i += shards) mine.push_back(i);
   std::vector<Row> rows(mine.size());
   TerminalProgress progress;
-  const bool tty = show_progress(opt.quiet);
+  const bool tty = show_progress(opt.quiet) && mpi_rank() == 0;
   std::atomic<size_t> done{0};
-  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  sim::parallel_for(mine.size(), threads, [&](size_t k) {
-    const size_t i = mine[k];
-    Row& row = rows[k];
+  // One point, from its overrides to its row (its fields are flattened by the caller).
+  auto run_point = [&](size_t i, Row& row) {
     try {
       std::vector<std::string> overrides = opt.overrides;
       for (size_t k = 0; k < axes.size(); ++k) overrides.push_back(axes[k].key + "=" + value_of(i, k));
@@ -156,9 +155,40 @@ int cmd_sweep(const SweepOptions& opt) {
       row.status = "error";
       row.error = e.what();
     }
-    flatten(row.result, "", row.fields);
-    if (tty) progress.count("sweep points", ++done, mine.size());
-  });
+  };
+  if (mpi_size() > 1) {
+    // Under mpirun: points handed out one at a time to ranks 1..K-1, rows gathered on rank 0 as
+    // JSON text (which keeps key order, integers and every double exactly).
+    std::vector<std::string> texts = mpi_run_points(
+        mine,
+        [&](size_t i) {
+          Row row;
+          run_point(i, row);
+          nlohmann::ordered_json j;
+          j["status"] = row.status;
+          j["error"] = row.error;
+          j["result"] = std::move(row.result);
+          return j.dump();
+        },
+        [&](size_t n) {
+          if (tty) progress.count("sweep points", n, mine.size());
+        });
+    if (mpi_rank() != 0) return 0;  // rank 0 writes the outputs
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const nlohmann::ordered_json j = nlohmann::ordered_json::parse(texts[k]);
+      rows[k].status = j["status"].get<std::string>();
+      rows[k].error = j["error"].get<std::string>();
+      rows[k].result = j["result"];
+    }
+  } else {
+    const int threads =
+        opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    sim::parallel_for(mine.size(), threads, [&](size_t k) {
+      run_point(mine[k], rows[k]);
+      if (tty) progress.count("sweep points", ++done, mine.size());
+    });
+  }
+  for (Row& row : rows) flatten(row.result, "", row.fields);
   progress.clear();
 
   // Columns: the axes, status, error, then every result key in first-seen order over the rows.
@@ -215,6 +245,7 @@ int cmd_sweep(const SweepOptions& opt) {
   if (!opt.quiet) {
     std::printf("sweep: %zu points over %zu axes", points, axes.size());
     if (shards > 1) std::printf(" (shard %zu/%zu: %zu of them)", shard, shards, mine.size());
+    if (mpi_size() > 1) std::printf(" on %d MPI ranks (%d running points)", mpi_size(), mpi_size() - 1);
     std::printf("\n\n");
     for (const auto& a : axes) std::printf("%-28s ", a.key.c_str());
     std::printf("%-8s %12s %8s  %s\n", "status", "step s", "MFU %", "error");
