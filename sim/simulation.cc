@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/error.h"
+#include "sim/log.h"
 
 namespace sim {
 
@@ -65,6 +66,9 @@ RunResult Simulation::run(Time horizon) {
   result.end_time = now_;
   result.events = events_;
   result.settles = settles_;
+  if (log_)
+    log_->at(Layer::kSim).debug("run stopped at {} ns: {} events, {} sharing solves{}", now_.count_ns(), events_,
+                                settles_, result.hit_horizon ? " (horizon reached)" : "");
   if (!result.hit_horizon) {
     size_t waiting = fluid_->num_active();
     for (auto* p : pending_) waiting += p->pending_count();
@@ -75,6 +79,7 @@ RunResult Simulation::run(Time horizon) {
           " events: the event queue is empty but " + std::to_string(waiting) + " items of work are pending\n";
       fluid_->describe_stalled(r, 20);
       for (auto* p : pending_) p->describe_pending(r, 20);
+      if (log_) log_->at(Layer::kSim).info("deadlock: {} items of work pending with no event left", waiting);
     }
   }
   return result;

@@ -52,6 +52,8 @@ struct RunResult {
 
 // Told every 65,536 events or so how far a run has got (a terminal's progress line); nothing on
 // the hot path but one comparison per timestamp.
+class Log;
+
 class ProgressListener {
  public:
   virtual ~ProgressListener() = default;
@@ -91,6 +93,9 @@ class Simulation {
   bool finished() const { return finished_; }
   uint64_t events_processed() const { return events_; }
   void set_progress(ProgressListener* p) { progress_ = p; }
+  // Diagnostics (sim/log.h) for everything built on this simulation; null: none.
+  void set_log(Log* log) { log_ = log; }
+  Log* log() const { return log_; }
 
  private:
   uint64_t seed_;
@@ -98,6 +103,7 @@ class Simulation {
   uint64_t events_ = 0;
   uint64_t next_progress_ = 65536;
   ProgressListener* progress_ = nullptr;
+  Log* log_ = nullptr;
   uint64_t settles_ = 0;
   bool finished_ = false;
   std::unique_ptr<EventQueue> queue_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/log.h"
 #include "sim/error.h"
 
 namespace topo {
@@ -47,6 +48,10 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   }
   comm_active_.assign(n, 0);
   gpu_failed_.assign(n, 0);
+  if (sim::Log* log = sim_.log())
+    log->at(sim::Layer::kTopology)
+        .info("resources: {} x {}, {} vertices, {} directed links, {} sharing constraints", n, gpu_.name,
+              topo_.num_vertices(), links.size(), links.size() + 2 * static_cast<size_t>(n));
 }
 
 double ClusterResources::roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps) {

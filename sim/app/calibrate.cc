@@ -60,6 +60,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
 
   traces::KinetoReadOptions ro;
   ro.ops = true;
+  ro.log = opt.log;
   std::vector<traces::KinetoRank> ranks;
   std::vector<wl::KernelSample> samples;
   std::vector<double> intervals, gaps;  // host launch intervals, queued kernel gaps of the fitted traces

@@ -150,6 +150,7 @@ int cmd_run(const RunOptions& opt) {
   }
 
   sim::Simulation sim(sc.seed);
+  sim.set_log(opt.log);
   std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
   std::unique_ptr<traces::ChromeTraceWriter> trace;
   std::unique_ptr<sim::FingerprintObserver> fingerprint;
@@ -258,6 +259,7 @@ int cmd_faults(const FaultsOptions& opt) {
   sc.doc.check_all_used();
   check_output(opt.json, "--json");
   sim::Simulation sim(sc.seed);
+  sim.set_log(opt.log);
   wl::JobContext ctx;
   ctx.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ctx.trials = opt.trials;

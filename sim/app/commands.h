@@ -11,9 +11,14 @@
 #include "sim/simulation.h"
 #include <vector>
 
+namespace sim {
+class Log;
+}
+
 namespace app {
 
 struct RunOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;  // empty: the built-in default
   std::vector<std::string> overrides;
   std::optional<uint64_t> seed;
@@ -30,6 +35,7 @@ struct RunOptions {
 };
 
 struct TopologyOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;
   std::vector<std::string> overrides;
   std::string dot;
@@ -37,6 +43,7 @@ struct TopologyOptions {
 };
 
 struct ValidateOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string rows = "all";  // megatron | llama3 | all
   std::string json;
   std::string fingerprint;  // one golden fingerprint line per row (tests/golden/)
@@ -45,6 +52,7 @@ struct ValidateOptions {
 
 // `clustersim faults`: a campaign scenario (workload.kind: campaign) over many trials.
 struct FaultsOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;
   std::vector<std::string> overrides;
   std::optional<uint64_t> seed;
@@ -57,6 +65,7 @@ struct FaultsOptions {
 
 // `clustersim replay`: measured traces (one per rank) replayed on the simulator.
 struct ReplayOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::vector<std::string> traces;
   std::vector<std::string> execution_traces;  // per rank: collective sizes, to simulate collectives
   std::string cluster;                        // scenario whose cluster simulates the collectives
@@ -68,6 +77,7 @@ struct ReplayOptions {
 
 // `clustersim calibrate`: a hardware profile fitted to measured traces.
 struct CalibrateOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::vector<std::string> traces;            // profiler traces, one per rank of one job
   std::vector<std::string> execution_traces;  // per rank: collective sizes
   std::vector<std::string> test;              // traces used only to test the fit (held-out ranks)
@@ -80,6 +90,7 @@ struct CalibrateOptions {
 };
 
 struct SweepOptions {
+  sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;                // empty: the built-in default
   std::vector<std::string> axes;       // KEY=V1,V2,...
   std::vector<std::string> overrides;  // --set, applied to every point before the axes

@@ -10,6 +10,7 @@
 #include "sim/app/commands.h"
 #include "sim/app/mpi_points.h"
 #include "sim/error.h"
+#include "sim/log.h"
 
 int main(int argc, char** argv) {
   // Started only when launched by mpirun; finished when main returns.
@@ -23,6 +24,12 @@ int main(int argc, char** argv) {
   CLI::App app{"clustersim: discrete-event simulator of GPU and TPU clusters training large models"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  // Diagnostics (sim/log.h): to stderr, never data; accepted before or after the subcommand.
+  app.fallthrough();
+  int verbosity = 0;
+  std::string log_level;
+  app.add_flag("-v,--verbose", verbosity, "Log to stderr what is built and run (-v: info, -vv: debug, -vvv: trace)");
+  app.add_option("--log-level", log_level, "Log level: off, error, warn (default), info, debug, trace");
 
   app::RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "Simulate one scenario (the built-in default when no file is given)");
@@ -137,6 +144,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    spdlog::level::level_enum level = spdlog::level::warn;
+    if (verbosity > 0) level = verbosity == 1 ? spdlog::level::info : verbosity == 2 ? spdlog::level::debug : spdlog::level::trace;
+    if (!log_level.empty()) level = sim::parse_log_level(log_level);
+    sim::Log log(level);
+    run.log = topo.log = val.log = faults.log = replay.log = cal.log = sweep.log = &log;
     if (app::mpi_size() > 1 && !*sweep_cmd)
       throw sim::UserError("under mpirun only `clustersim sweep` runs (its points spread over the ranks); run "
                            "other commands without mpirun");

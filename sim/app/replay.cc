@@ -78,7 +78,9 @@ int cmd_replay(const ReplayOptions& opt) {
     }
     if (!opt.execution_traces.empty()) throw sim::UserError("--et: Chakra traces carry their collectives' sizes already");
   }
-  if (!chakra) for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f));
+  traces::KinetoReadOptions kro;
+  kro.log = opt.log;
+  if (!chakra) for (const auto& f : opt.traces) ranks.push_back(traces::read_kineto(f, kro));
   if (!chakra && !opt.execution_traces.empty() && opt.cluster.empty())
     throw sim::UserError("--et gives collective sizes to simulate on a cluster: give --cluster SCENARIO too");
   if (!chakra && !opt.cluster.empty()) {
@@ -108,6 +110,7 @@ int cmd_replay(const ReplayOptions& opt) {
 
   // Measured collectives need no network: one node of `world` accelerators stands for the job.
   sim::Simulation sim(1);
+  sim.set_log(opt.log);
   std::unique_ptr<traces::ChromeTraceWriter> trace;
   if (!opt.trace.empty()) {
     traces::ChromeTraceOptions to;

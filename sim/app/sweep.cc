@@ -140,6 +140,7 @@ int cmd_sweep(const SweepOptions& opt) {
                                           max_memory_bytes(opt.max_memory));
       sc.doc.check_all_used();
       sim::Simulation sim(sc.seed);
+      sim.set_log(opt.log);
       wl::JobContext ctx;
       wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
       out.result->to_json(row.result);

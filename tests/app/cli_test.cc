@@ -1370,3 +1370,38 @@ TEST_F(CliErrors, BadNcclProtocolListsNameTheKey) {
 }
 
 }  // namespace
+
+namespace {
+
+class CliLog : public CliTest {};
+
+TEST_F(CliLog, VerboseLogsGoToStderrAndNeverChangeTheOutput) {
+  const CliResult quiet = run({"run", "--json", "a.json", "--reproducible"});
+  ASSERT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");  // the default level (warn) says nothing in a normal run
+  const CliResult verbose = run({"run", "-vv", "--json", "b.json", "--reproducible"});
+  ASSERT_EQ(verbose.status, 0) << verbose.err;
+  // The same summary but for its last line's wall time.
+  auto without_wall = [](const std::string& t) { return t.substr(0, t.rfind(" events simulated in ")); };
+  EXPECT_EQ(without_wall(verbose.out), without_wall(quiet.out));
+  EXPECT_EQ(read_text(file("a.json")), read_text(file("b.json")));
+  // The default cluster has 8 nodes of 8 H100.
+  EXPECT_NE(verbose.err.find("[topology] info: resources: 64 x h100-sxm"), std::string::npos) << verbose.err;
+  EXPECT_NE(verbose.err.find("[workloads] debug: lowered all-reduce"), std::string::npos) << verbose.err;
+  // Accepted before the subcommand too, and as --log-level.
+  const CliResult before = run({"--log-level", "info", "run", "-q"});
+  ASSERT_EQ(before.status, 0) << before.err;
+  EXPECT_NE(before.err.find("[workloads] info: scenario"), std::string::npos) << before.err;
+  EXPECT_EQ(before.err.find("debug"), std::string::npos) << before.err;
+}
+
+TEST_F(CliLog, ABadLevelIsAOneLineError) {
+  const CliResult r = run({"run", "--log-level", "loud"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--log-level: expected one of off, error, warn, info, debug, trace, got \"loud\""),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+

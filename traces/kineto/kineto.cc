@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/log.h"
 #include "sim/error.h"
 #include "traces/gz_file.h"
 
@@ -358,6 +359,13 @@ KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt) {
   sax.link_launches();
   std::stable_sort(out.activity.begin(), out.activity.end(),
                    [](const GpuActivity& x, const GpuActivity& y) { return x.start_ns < y.start_ns; });
+  if (opt.log) {
+    size_t nccl = 0;
+    for (const GpuActivity& a : out.activity) nccl += a.kind == GpuActivity::Kind::kCollective;
+    opt.log->at(sim::Layer::kTraces)
+        .info("{}: rank {} of {}, {} GPU activities ({} NCCL kernels), {} CPU ops kept, {} process groups", path,
+              out.rank, out.world, out.activity.size(), nccl, out.ops.size(), out.groups.size());
+  }
   return out;
 }
 

@@ -33,6 +33,10 @@
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/program/program.h"
 
+namespace sim {
+class Log;
+}
+
 namespace traces {
 
 struct GpuActivity {
@@ -85,6 +89,7 @@ struct KinetoReadOptions {
   // around the runtime call that launched it (the call's args.correlation is the activity's; the
   // call runs inside the op on the op's thread). For calibration; replay does not need them.
   bool ops = false;
+  sim::Log* log = nullptr;  // diagnostics: what was read (sim/log.h); null: none
 };
 
 // Throws sim::UserError naming the file (and the event) for anything it cannot read.

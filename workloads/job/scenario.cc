@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/log.h"
 #include "sim/error.h"
 #include "topology/cluster_resources.h"
 
@@ -62,12 +63,20 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& c
   const std::vector<uint32_t>& trace_ranks = ctx.trace_ranks;
   // The observers are finished once, when the job is done. When setting up or running throws (a
   // bad input found late), they are not: a trace writer then leaves an earlier file as it was.
+  sim::Log* log = sim.log();
+  if (log)
+    log->at(sim::Layer::kWorkloads)
+        .info("scenario '{}': a {} job on {} GPUs, seed {}", sc.name, sc.kind->name, sc.topology->num_gpus(), sc.seed);
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
   if (!trace_ranks.empty()) res.enable_link_counters(trace_ranks);
   sc.job->start(res, ctx);
   auto run = sim.run();
   ScenarioRun out;
   out.result = sc.job->finish(run);
+  if (log)
+    log->at(sim::Layer::kWorkloads)
+        .info("scenario '{}': {} after {} events, {:.9f} s simulated", sc.name,
+              out.result->completed() ? "completed" : "did not complete", sim.events_processed(), run.end_time.seconds());
   sim.finish();
   out.events = sim.events_processed();
   out.solves = sim.fluid().solves();

@@ -74,6 +74,7 @@ class TrainingJobImpl : public Job {
     if (!out.impossible.empty()) return out;
     try {
       sim::Simulation sim(res_->simulation().random().seed());
+      sim.set_log(res_->simulation().log());
       topo::ClusterResources res(sim, res_->topology(), res_->gpu_spec(), res_->profile());
       rj.options.watchdog = failures_->watchdog;
       TrainingStep step(res, out.ts, {}, std::move(rj.options));

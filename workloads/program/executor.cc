@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sim/error.h"
+#include "sim/log.h"
 #include "sim/units.h"
 
 namespace wl {
@@ -1089,6 +1090,12 @@ const CollectivePlan* ProgramExecutor::plan_for(uint32_t c, uint32_t instance, C
         a = position.at(a);
         b = position.at(b);
       }
+  if (sim::Log* log = sim_.log())
+    log->at(sim::Layer::kWorkloads)
+        .debug("lowered {} of {} B on communicator '{}' ({} ranks, first GPU {}): {} {} ({}), {} phase(s)", op_name(op),
+               bytes, cm.name, req.group.size(), req.group.front(), algorithm_name(plan->algorithm),
+               protocol_name(plan->protocol), cm.algorithm == Algorithm::kAuto ? "auto" : "requested",
+               plan->phases.size());
   return (plans_[key] = std::move(plan)).get();
 }
 
@@ -1133,6 +1140,8 @@ void ProgramExecutor::mark(const std::string& what) {
 }
 
 void ProgramExecutor::note_failure(const std::string& what) {
+  if (sim::Log* log = sim_.log())
+    log->at(sim::Layer::kWorkloads).info("failure at {} ns after the start: {}", (sim_.now() - step_start_).count_ns(), what);
   mark("failure: " + what);
   if (failed_at_.is_infinite()) {
     failed_at_ = sim_.now();
