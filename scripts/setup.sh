@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-matplotlib
   libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -72,7 +72,7 @@ void FluidModel::fail_users(uint32_t c) {
     remove(a);
     if (who.owner) who.owner->on_activity_failed(ActivityId(a), who.tag);
   }
-  failing_.resize(begin);
+  failing_.erase(failing_.begin() + static_cast<std::ptrdiff_t>(begin), failing_.end());  // (resize needs a default-constructible pair: not under clang 14)
 }
 
 void FluidModel::set_speed_factor(ConstraintId c, double factor) {

@@ -493,6 +493,23 @@ TEST_F(CliErrors, EveryBadScenarioIsOneLineNamingItsKey) {
   EXPECT_GE(n, 20u);
 }
 
+// Inputs a fuzzer once found crashing, hanging or reaching undefined behaviour (tests/fuzz/
+// regressions/, scripts/fuzz.sh adds more): each must now end as a result (exit 0) or as one
+// error line (exit 2), quickly.
+TEST_F(CliErrors, EveryFuzzRegressionIsAResultOrOneErrorLine) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(kSourceDir / "tests" / "fuzz" / "regressions")) {
+    if (e.path().filename() == "README.md") continue;
+    ++n;
+    CliResult r = run({"run", "-q", "--max-memory", "2GiB", e.path().string()});
+    SCOPED_TRACE(e.path().filename().string());
+    EXPECT_TRUE(r.status == 0 || r.status == 2) << r.status << " " << r.err;
+    if (r.status == 2) expect_one_error_line(r);
+    EXPECT_LT(r.wall_s, 10.0);
+  }
+  EXPECT_GE(n, 20u);
+}
+
 TEST_F(CliErrors, AFailedRunLeavesEarlierOutputsAndBadPathsAreFoundFirst) {
   // Llama 3 70B with TP 8 alone needs more than 80 GB per GPU: the memory check fails after the
   // trace file would have been opened. Earlier outputs stay as they were.

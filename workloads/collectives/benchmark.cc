@@ -41,10 +41,10 @@ std::vector<uint32_t> bind_group(const sim::ConfigNode& test, const topo::Topolo
     int64_t first = g->get_int_in("first", 0, 1LL << 32, 0);
     int64_t count = g->get_int_in("count", 1, 1LL << 32);
     int64_t stride = g->get_int_in("stride", 1, 1LL << 32, 1);
-    int64_t last = first + (count - 1) * stride;
     if (count > n)
       g->fail("a group of " + std::to_string(count) + " GPUs is larger than the cluster (" + std::to_string(n) +
               " GPUs)");
+    const int64_t last = first + (count - 1) * stride;  // < 2^32 + 2^26 x 2^32: no overflow once count <= n
     if (last >= n)
       g->fail("the group reaches GPU " + std::to_string(last) + " but the cluster has GPUs 0.." + std::to_string(n - 1));
     for (int64_t i = 0; i < count; ++i) group.push_back(static_cast<uint32_t>(first + i * stride));

@@ -69,10 +69,16 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& c
         .info("scenario '{}': a {} job on {} GPUs, seed {}", sc.name, sc.kind->name, sc.topology->num_gpus(), sc.seed);
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
   if (!trace_ranks.empty()) res.enable_link_counters(trace_ranks);
-  sc.job->start(res, ctx);
-  auto run = sim.run();
   ScenarioRun out;
-  out.result = sc.job->finish(run);
+  sim::RunResult run;
+  try {
+    sc.job->start(res, ctx);
+    run = sim.run();
+    out.result = sc.job->finish(run);
+  } catch (...) {
+    sc.job.reset();  // a started job refers to `res`: it must go first
+    throw;
+  }
   if (log)
     log->at(sim::Layer::kWorkloads)
         .info("scenario '{}': {} after {} events, {:.9f} s simulated", sc.name,

@@ -1,0 +1,21 @@
+// libFuzzer target: YAML text -> a bound scenario (every key checked, the topology built). Bad
+// input must end as sim::UserError (exit 2 in the CLI); anything else (an assertion, a signal, a
+// sanitizer report, a timeout, a leak) is a bug. Build and run with scripts/fuzz.sh.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "sim/config.h"
+#include "sim/error.h"
+#include "workloads/job/scenario.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    wl::Scenario sc = wl::bind_scenario(sim::ConfigDoc::load_string(text, "<fuzz>"), "fuzz", true,
+                                        /*max_memory_bytes=*/256ull << 20);
+    sc.doc.check_all_used();
+  } catch (const sim::UserError&) {
+  }
+  return 0;
+}
