@@ -23,8 +23,8 @@ ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
   constraints_.emplace_back();
   settings_.push_back(Settings{capacity, 1.0, true});
-  names_.push_back(std::move(name));
   const auto c = static_cast<uint32_t>(constraints_.size() - 1);
+  if (!name.empty()) names_.emplace(c, std::move(name));
   constraints_[c].effective = settings_[c].effective();
   return ConstraintId(c);
 }
@@ -411,6 +411,21 @@ void FluidModel::schedule_completion(uint32_t a) {
     r.completion = sim_.schedule_at(done, handler_, a);
 }
 
+void FluidModel::add_namer(ConstraintId first, uint32_t count, const ConstraintNamer* namer) {
+  namers_.push_back(NamerRange{first.value, count, namer});
+}
+
+void FluidModel::remove_namer(const ConstraintNamer* namer) {
+  std::erase_if(namers_, [namer](const NamerRange& r) { return r.namer == namer; });
+}
+
+std::string FluidModel::name(ConstraintId c) const {
+  if (auto it = names_.find(c.value); it != names_.end()) return it->second;
+  for (const NamerRange& r : namers_)
+    if (c.value >= r.first && c.value - r.first < r.count) return r.namer->constraint_name(c);
+  return "#" + std::to_string(c.value);
+}
+
 void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
   size_t lines = 0;
   for (size_t a = 0; a < activities_.size() && lines < max_lines; ++a) {
@@ -419,10 +434,8 @@ void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
     out += "  activity " + std::to_string(a) + " (tag " + std::to_string(owners_[a].tag) + ") cannot progress:";
     for (const UseRec& u : uses(r)) {
       const Settings& s = settings_[u.constraint];
-      const std::string& name = names_[u.constraint];
       if (!s.up || constraints_[u.constraint].effective <= 0.0)
-        out += " constraint '" + (name.empty() ? std::to_string(u.constraint) : name) + "' is " +
-               (s.up ? "at zero capacity" : "down");
+        out += " constraint '" + name(ConstraintId(u.constraint)) + "' is " + (s.up ? "at zero capacity" : "down");
     }
     out += "\n";
     ++lines;

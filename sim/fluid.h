@@ -31,6 +31,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/event_handler.h"
@@ -71,6 +72,14 @@ class ConstraintWatcher {
 
 inline constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
+// Names constraints on demand (for reports), so that a million-link cluster keeps no string per
+// constraint: the owner of a block of constraints answers for them (FluidModel::add_namer).
+class ConstraintNamer {
+ public:
+  virtual ~ConstraintNamer() = default;
+  virtual std::string constraint_name(ConstraintId c) const = 0;
+};
+
 class FluidModel : public EventHandler {
  public:
   explicit FluidModel(Simulation& sim);
@@ -78,7 +87,12 @@ class FluidModel : public EventHandler {
   FluidModel& operator=(const FluidModel&) = delete;
 
   // --- constraints -----------------------------------------------------------------------------
+  // `name` is kept only when not empty (small models, tests); big owners name theirs on demand.
   ConstraintId add_constraint(double capacity, std::string name = {});
+  // Constraints [first, first + count) are named by `namer` (not owned; remove_namer before it
+  // goes away).
+  void add_namer(ConstraintId first, uint32_t count, const ConstraintNamer* namer);
+  void remove_namer(const ConstraintNamer* namer);
   void set_capacity(ConstraintId c, double capacity);
   // Takes a constraint down (effective capacity 0) or brings it up. Going down with kFail fails
   // every activity that uses it now; `policy` does nothing when `up`.
@@ -87,7 +101,8 @@ class FluidModel : public EventHandler {
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
   bool is_up(ConstraintId c) const { return settings_[c.value].up; }
   double load(ConstraintId c) const { return constraints_[c.value].load; }
-  const std::string& name(ConstraintId c) const { return names_[c.value]; }
+  // Its name: as given, else from its namer, else "#<id>".
+  std::string name(ConstraintId c) const;
   size_t num_constraints() const { return constraints_.size(); }
   // Watches every constraint whose `watched` flag is set (not owned).
   void set_watcher(ConstraintWatcher* w) { watcher_ = w; }
@@ -196,7 +211,12 @@ class FluidModel : public EventHandler {
 
   std::vector<ConstraintRec> constraints_;
   std::vector<Settings> settings_;  // per constraint
-  std::vector<std::string> names_;  // per constraint
+  std::unordered_map<uint32_t, std::string> names_;  // the constraints given a name
+  struct NamerRange {
+    uint32_t first, count;
+    const ConstraintNamer* namer;
+  };
+  std::vector<NamerRange> namers_;
   std::vector<ActivityRec> activities_;
   std::vector<OwnerRec> owners_;    // per activity slot
   std::vector<UseRec> use_pool_;    // every slot's uses region

@@ -34,8 +34,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   link_constraints_.reserve(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& l = links[i];
-    auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_),
-                                  topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst));
+    auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_));
     if (opt_.watch_links) fluid.watch(c);
     link_constraints_.push_back(c);
   }
@@ -43,15 +42,29 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   sm_.reserve(n);
   hbm_.reserve(n);
   for (uint32_t g = 0; g < n; ++g) {
-    sm_.push_back(fluid.add_constraint(1.0, "gpu" + std::to_string(g) + " SMs"));
-    hbm_.push_back(fluid.add_constraint(1.0, "gpu" + std::to_string(g) + " HBM"));
+    sm_.push_back(fluid.add_constraint(1.0));
+    hbm_.push_back(fluid.add_constraint(1.0));
   }
+  // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
+  const uint32_t first = links.empty() ? (n > 0 ? sm_[0].value : 0) : link_constraints_[0].value;
+  first_constraint_ = first;
+  fluid.add_namer(sim::ConstraintId(first), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
   comm_active_.assign(n, 0);
   gpu_failed_.assign(n, 0);
   if (sim::Log* log = sim_.log())
     log->at(sim::Layer::kTopology)
         .info("resources: {} x {}, {} vertices, {} directed links, {} sharing constraints", n, gpu_.name,
               topo_.num_vertices(), links.size(), links.size() + 2 * static_cast<size_t>(n));
+}
+
+ClusterResources::~ClusterResources() { sim_.fluid().remove_namer(this); }
+
+std::string ClusterResources::constraint_name(sim::ConstraintId c) const {
+  const uint32_t i = c.value - first_constraint_;
+  const auto& links = topo_.links();
+  if (i < links.size()) return topo_.vertex_name(links[i].src) + "->" + topo_.vertex_name(links[i].dst);
+  const uint32_t g = static_cast<uint32_t>((i - links.size()) / 2);
+  return "gpu" + std::to_string(g) + ((i - links.size()) % 2 == 0 ? " SMs" : " HBM");
 }
 
 double ClusterResources::roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps) {

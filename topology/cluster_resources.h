@@ -25,9 +25,14 @@
 
 namespace topo {
 
-class ClusterResources : public sim::ConstraintWatcher {
+class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNamer {
  public:
   ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const HardwareProfile& profile);
+  ~ClusterResources() override;
+  ClusterResources(const ClusterResources&) = delete;
+  ClusterResources& operator=(const ClusterResources&) = delete;
+  // "leaf3->spine0" for a link, "gpu12 SMs" / "gpu12 HBM" for a GPU's pools (made when asked).
+  std::string constraint_name(sim::ConstraintId c) const override;
 
   const Topology& topology() const { return topo_; }
   const GpuSpec& gpu_spec() const { return gpu_; }
@@ -76,6 +81,7 @@ class ClusterResources : public sim::ConstraintWatcher {
 
  private:
   sim::Simulation& sim_;
+  uint32_t first_constraint_ = 0;  // the first of its constraints (links, then SM pool and HBM per GPU)
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;

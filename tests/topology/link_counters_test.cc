@@ -55,3 +55,25 @@ TEST(TopologyLinkCounters, SaturatedLinkReportsOneThenZero) {
 
 }  // namespace
 }  // namespace topo
+
+namespace topo {
+namespace {
+
+TEST(TopologyConstraintNames, MadeOnDemandFromTheTopology) {
+  // Two GPUs on one NVSwitch: links gpu0->switch, switch->gpu0, ... as the topology lists them,
+  // then each GPU's SM pool and HBM; no name is stored, each is made when asked.
+  auto t = build_scale_up(2, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
+  sim::Simulation s(1);
+  {
+    ClusterResources res(s, t, find_gpu("h100-sxm"), HardwareProfile{});
+    for (uint32_t l = 0; l < t.links().size(); ++l)
+      EXPECT_EQ(s.fluid().name(res.link(l)), t.vertex_name(t.links()[l].src) + "->" + t.vertex_name(t.links()[l].dst));
+    EXPECT_EQ(s.fluid().name(res.sm_pool(1)), "gpu1 SMs");
+    EXPECT_EQ(s.fluid().name(res.hbm(0)), "gpu0 HBM");
+  }
+  // Once the resources are gone their constraints fall back to their ids.
+  EXPECT_EQ(s.fluid().name(sim::ConstraintId(0)), "#0");
+}
+
+}  // namespace
+}  // namespace topo
