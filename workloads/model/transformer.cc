@@ -241,6 +241,10 @@ OpCost elementwise(const char* name, double elems, double flops_per_elem, double
 
 }  // namespace
 
+void check_run(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len, const ParallelShape& shape) {
+  validate_run(spec, micro_batch, seq_len, shape);
+}
+
 void validate_model(const ModelSpec& s) {
   std::ostringstream os;
   os << "model " << (s.name.empty() ? std::string("<unnamed>") : s.name) << ": ";

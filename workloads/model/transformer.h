@@ -107,6 +107,11 @@ struct ParallelShape {
   bool sequence_parallel = false;  // only meaningful when tp > 1
 };
 
+// The model with a micro-batch, sequence length and TP/CP/SP shape: positive sizes, heads and
+// ffn_hidden divisible by tp, seq_len within a learned position table and divisible as CP and SP
+// need. Throws sim::ConfigError saying what does not fit.
+void check_run(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len, const ParallelShape& shape);
+
 // Local head counts under TP (see the KV replication convention above). Throws ConfigError.
 int64_t local_q_heads(const ModelSpec& spec, int64_t tp);
 int64_t local_kv_heads(const ModelSpec& spec, int64_t tp);

@@ -1,7 +1,9 @@
 #include "workloads/training/training_config.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "sim/error.h"
 
@@ -55,6 +57,24 @@ ModelSpec bind_model(const sim::ConfigNode& m) {
     validate_model(spec);
     return 0;
   });
+  // Parameter and activation counts must stay exact in 64 bits: a layer holds about 4 h^2 + 3 h f
+  // parameters, the embedding v h.
+  const double h = static_cast<double>(spec.hidden), f = static_cast<double>(spec.ffn_hidden);
+  const double params = static_cast<double>(spec.layers) * (4 * h * h + 3 * h * f) + 2 * static_cast<double>(spec.vocab) * h;
+  if (params > 1e15) {
+    // Name the key furthest beyond a plausible size (a 1,000-layer, 10^5-wide, 10^7-token model).
+    const char* key = "hidden";
+    double worst = -1;
+    for (auto [k, v, typical] : {std::tuple{"layers", spec.layers, 1e3}, std::tuple{"hidden", spec.hidden, 1e5},
+                                 std::tuple{"ffn_hidden", spec.ffn_hidden, 4e5}, std::tuple{"vocab", spec.vocab, 1e7}})
+      if (m.has(k) && static_cast<double>(v) / typical > worst) worst = static_cast<double>(v) / typical, key = k;
+    (m.has(key) ? m.child(key) : m)
+        .fail([&] {
+          char buf[128];
+          std::snprintf(buf, sizeof buf, "the model would have about %.2g parameters; clustersim handles up to 1e15", params);
+          return std::string(buf);
+        }());
+  }
   return spec;
 }
 
@@ -181,6 +201,15 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.validate();
     return 0;
   });
+  {
+    // The sequence against the model and the layout (a learned position table, CP's and SP's
+    // divisibility): named at training.seq_len.
+    sim::ConfigNode t = w.child("training");
+    located(t.has("seq_len") ? t.child("seq_len") : t, [&] {
+      check_run(j.model, j.micro_batch, j.seq_len, ParallelShape{j.tp, j.cp, j.sequence_parallel && j.tp > 1});
+      return 0;
+    });
+  }
   return ts;
 }
 
