@@ -7,7 +7,7 @@ mpirun="$2"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-args=(sweep --axis workload.parallelism.tp=1,2,4,8 --axis workload.parallelism.pp=1,2,4
+args=(sweep --axis workload.parallelism.tp=1,2,4,8 --axis workload.parallelism.pp=1,2,4,8
       --set workload.parallelism.dp=auto --set cluster.nodes=2 -q)
 "$bin" "${args[@]}" --csv one.csv --json one.json
 flags=(-n 2 --oversubscribe)
@@ -17,8 +17,8 @@ OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include
   "$mpirun" "${flags[@]}" "$bin" "${args[@]}" --csv two.csv --json two.json
 cmp one.csv two.csv
 cmp one.json two.json
-# 12 points, one row each; layouts that cannot fill the 16 GPUs are rows with their error.
-[ "$(wc -l < two.csv)" -eq 13 ] || { echo "expected 12 rows and a header"; cat two.csv; exit 1; }
+# 16 points, one row each; layouts that cannot fill the 16 GPUs are rows with their error.
+[ "$(wc -l < two.csv)" -eq 17 ] || { echo "expected 16 rows and a header"; cat two.csv; exit 1; }
 grep -q ',error,' two.csv || { echo "expected refused points as rows"; exit 1; }
 # Other commands are refused under mpirun, on every rank, with exit 2.
 set +e
