@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -376,7 +377,15 @@ std::string ConfigNode::scalar() const {
 
 std::string ConfigNode::as_string() const {
   if (!rec_->node.IsScalar()) fail("expected a string, got " + describe(rec_->node));
-  return rec_->node.Scalar();
+  const std::string& s = rec_->node.Scalar();
+  // A control character (a raw NUL, an escape) in a name or path is a damaged file, not a value.
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02x", c);
+      fail(std::string("the string holds a control character (byte ") + buf + ")");
+    }
+  return s;
 }
 
 bool ConfigNode::as_bool() const {
