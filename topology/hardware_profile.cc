@@ -82,7 +82,8 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   p.nccl_channels = 24;
   // NCCL's kernels hold about 16 SMs on an 8-NIC DGX (NCCL issue #689); TPUs move ICI data with
   // DMA engines, not with their TensorCores: none held.
-  p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : std::min<uint32_t>(16, gpu.sm_count);  // never more than it has
+  // At most half of a (hypothetical) small GPU's SMs, so that compute always keeps some.
+  p.comm_sms = gpu.kind == AcceleratorKind::kTpu ? 0 : std::min<uint32_t>(16, gpu.sm_count / 2);
   // Share of HBM bandwidth communication takes (reads and writes of staged chunks): an
   // assumption, small next to 3.35 TB/s.
   p.comm_hbm_fraction = 0.05;
@@ -197,7 +198,8 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   if (p.kernel_gap > sim::Time::sec(1)) m.child("kernel_gap").fail("must be at most 1s per kernel");
   p.host_overhead = latency("host_overhead", p.host_overhead);
   if (p.host_overhead > sim::Time::sec(1)) m.child("host_overhead").fail("must be at most 1s per kernel launch");
-  p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count, p.comm_sms));
+  // Fewer than all of them: a communication kernel holding every SM would leave compute none.
+  p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count > 0 ? sm_count - 1 : 0, p.comm_sms));
   p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
   auto bytes = [&](const char* key, uint64_t def) {
     const double b = m.get_bytes(key, static_cast<double>(def));
