@@ -25,7 +25,8 @@ uint32_t CollectiveRuntime::alloc_transfer() {
 }
 
 void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32_t> members,
-                              CollectiveListener* listener, uint64_t tag, bool relative_hops) {
+                              CollectiveListener* listener, uint64_t tag, bool relative_hops,
+                              const ReplicaCopies* copies) {
   uint32_t id;
   if (!free_instances_.empty()) {
     id = free_instances_.back();
@@ -42,11 +43,13 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   in.listener = listener;
   in.tag = tag;
   in.relative = relative_hops;
+  in.copies = copies;
   uint64_t comm = 0;
   for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   ++live_;
-  for (uint32_t g : in.members) res_.comm_begin(g);
+  for (uint32_t g : in.members)
+    if (!copies || copies->simulated(g)) res_.comm_begin(g);
   start_phase(id);
 }
 
@@ -65,7 +68,8 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   // Skip empty phases (a degenerate group); finish when none are left.
   while (in.phase < in.plan->phases.size() && in.plan->phases[in.phase].transfers.empty()) ++in.phase;
   if (in.phase >= in.plan->phases.size()) {
-    for (uint32_t g : in.members) res_.comm_end(g);
+    for (uint32_t g : in.members)
+      if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
     CollectiveListener* l = in.listener;
     uint64_t tag = in.tag;
     in.members.clear();
@@ -95,6 +99,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   const double nvls_cap = opt_.scale_up_Bps > 0.0 && opt_.costs.nvls_efficiency > 0.0
                               ? opt_.costs.nvls_efficiency * opt_.scale_up_Bps
                               : sim::kUnbounded;
+  const bool copies = in.copies && !in.copies->gpu_offsets.empty() && !intra_node_aligned(in);
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
     const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
@@ -104,6 +109,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.bytes = tr.bytes / payload;
     run.max_rate = tr.in_switch ? std::min(cap, nvls_cap) : cap;
     double slowest = sim::kUnbounded;
+    const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
     run.uses.clear();
     ++stamp_;
     sim::Time max_latency = sim::Time::zero();
@@ -125,6 +131,17 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
         }
       }
     }
+    if (copy_uses) {
+      for (auto [l, w] : *copy_uses) {
+        if (link_stamp_[l] != stamp_) {
+          link_stamp_[l] = stamp_;
+          link_slot_[l] = static_cast<uint32_t>(run.uses.size());
+          run.uses.push_back(sim::Use{res_.link(l), w});
+        } else {
+          run.uses[link_slot_[l]].weight += w;
+        }
+      }
+    }
     if (channels < 1.0 && !tr.in_switch && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
       run.max_rate = std::min(run.max_rate, channels * slowest);
     // A ring's chunks cross its hops in turn, so its steps pay the hops' mean route latency; a
@@ -136,6 +153,52 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
   }
+}
+
+bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
+  // A group inside one node whose copies are whole nodes away moves only scale-up bytes, private
+  // to its GPUs: its copies load nothing it shares.
+  if (!in.copies->node_aligned || res_.topology().kind() != topo::TopologyKind::kCluster) return false;
+  const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
+  for (uint32_t g : in.members)
+    if (g / gpn != in.members.front() / gpn) return false;
+  return true;
+}
+
+const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instance& in, size_t channel,
+                                                                     const Transfer& tr) {
+  auto key = std::make_tuple(in.copies, in.plan, in.phase, channel, in.flow_base);
+  auto it = copy_uses_.find(key);
+  if (it != copy_uses_.end()) return it->second;
+  CopyUses& out = copy_uses_[key];
+  const auto& topo = res_.topology();
+  const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
+  const auto& links = topo.links();
+  ++stamp_;
+  for (const uint32_t off : in.copies->gpu_offsets) {
+    // Each copy's connections hash as its own communicator's would (its members shifted).
+    uint64_t comm = 0;
+    for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ (g + off));
+    const uint64_t connection = sim::splitmix64(sim::splitmix64(ecmp_salt_ ^ comm) ^ channel);
+    for (auto [hs, hd] : tr.hops) {
+      const uint32_t src = (in.relative ? in.members[hs] : hs) + off;
+      const uint32_t dst = (in.relative ? in.members[hd] : hd) + off;
+      if (src / gpn == dst / gpn && topo.kind() == topo::TopologyKind::kCluster) continue;  // scale-up only
+      topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
+      for (uint32_t l : route_.links) {
+        const topo::LinkKind kind = links[l].kind;
+        if (kind == topo::LinkKind::kNic || kind == topo::LinkKind::kScaleUp) continue;  // private to a GPU
+        if (link_stamp_[l] != stamp_) {
+          link_stamp_[l] = stamp_;
+          link_slot_[l] = static_cast<uint32_t>(out.size());
+          out.emplace_back(l, 1.0);
+        } else {
+          out[link_slot_[l]].second += 1.0;
+        }
+      }
+    }
+  }
+  return out;
 }
 
 void CollectiveRuntime::on_event(uint32_t t) {
@@ -182,7 +245,8 @@ size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
   for (uint32_t i = 0; i < instances_.size(); ++i) {
     if (!withdrawn[i]) continue;
     Instance& in = instances_[i];
-    for (uint32_t g : in.members) res_.comm_end(g);
+    for (uint32_t g : in.members)
+      if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
     in.members.clear();
     in.listener = nullptr;
     free_instances_.push_back(i);

@@ -31,7 +31,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "sim/event_handler.h"
@@ -40,6 +42,23 @@
 #include "workloads/collectives/collective.h"
 
 namespace wl {
+
+// Symmetric mode (ExecutorOptions::symmetric_dp): a transfer stands for itself and its copies in
+// the other data-parallel replicas, whose hops are its own shifted by each GPU offset. A copy's
+// bytes load the links it shares with other flows: the fabric links of its routes (kind kFabric,
+// kTorus or kCustom) are added to the transfer's uses, a link crossed by k copies with weight k,
+// so that one activity at the per-copy rate loads every link as the copies together would (max-min
+// fair rates of flows identical by symmetry are equal, so this is the expanded solution). NIC and
+// scale-up links are private to one GPU and carry the same load in every copy as in the
+// representative: they are not repeated. Communication SMs are held only on simulated GPUs.
+// The copies' uses of a transfer are the same every time the same group sends the same plan's
+// transfer (a pipeline stage's send in every micro-batch): they are computed once and kept.
+struct ReplicaCopies {
+  std::vector<uint32_t> gpu_offsets;   // one per other replica; empty: no copies (a group spanning replicas)
+  bool node_aligned = false;           // every offset is a whole number of nodes
+  const std::vector<uint8_t>* simulated_gpu = nullptr;  // per GPU id: 1 when a simulated rank runs there
+  bool simulated(uint32_t gpu) const { return simulated_gpu == nullptr || (*simulated_gpu)[gpu] != 0; }
+};
 
 class CollectiveListener {
  public:
@@ -64,8 +83,9 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // Starts `plan` now on the GPUs in `members` (they hold comm SMs until it ends). With
   // `relative_hops`, the plan's hop endpoints are positions in `members` rather than GPU ids, so one
   // plan lowered on a canonical group serves every group of the same shape.
+  // With `copies` (symmetric mode, see ReplicaCopies), the collective also stands for its copies.
   void start(const CollectivePlan& plan, std::span<const uint32_t> members, CollectiveListener* listener,
-             uint64_t tag, bool relative_hops = false);
+             uint64_t tag, bool relative_hops = false, const ReplicaCopies* copies = nullptr);
   size_t in_flight() const { return live_; }
   uint64_t transfers_started() const { return transfers_started_; }
   // Withdraws every collective `listener` started that has not finished: its latency waits and
@@ -90,6 +110,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint64_t tag = 0;
     bool relative = false;
     uint64_t flow_base = 0;  // splitmix64(salt ^ comm), see the flow hash above
+    const ReplicaCopies* copies = nullptr;
   };
   struct TransferRun {
     uint32_t instance = 0;
@@ -103,6 +124,11 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
 
   void start_phase(uint32_t inst);
+  // The fabric links the copies of transfer `tr` (channel `channel`) load, with how many copies
+  // cross each: (link index, weight), computed once per (plan, phase, channel, group).
+  using CopyUses = std::vector<std::pair<uint32_t, double>>;
+  const CopyUses& copy_uses_of(const Instance& in, size_t channel, const Transfer& tr);
+  bool intra_node_aligned(const Instance& in) const;
   void finish_transfer(uint32_t transfer);
   uint32_t alloc_transfer();
 
@@ -122,6 +148,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   std::vector<uint32_t> link_slot_;
   uint32_t stamp_ = 0;
   topo::Route route_;
+  // Copies' uses per (copies, plan, phase, channel, flow_base: a hash of the members): see ReplicaCopies.
+  std::map<std::tuple<const ReplicaCopies*, const CollectivePlan*, size_t, size_t, uint64_t>, CopyUses> copy_uses_;
 };
 
 }  // namespace wl

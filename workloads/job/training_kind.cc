@@ -230,6 +230,12 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
+  if (r.fidelity == "symmetric")
+    appendf(o, "  fidelity: symmetric (one data-parallel replica of %u ranks simulated; the other %lld replicas are\n"
+            "  identical: their collectives' bytes and their copies' load on shared links are modelled exactly)\n\n",
+            r.ranks_simulated, static_cast<long long>(j.dp * j.dp_outer - 1));
+  else if (!r.fidelity_note.empty())
+    appendf(o, "  fidelity: expanded (%s)\n\n", r.fidelity_note.c_str());
   appendf(o, "  step time         %10.4f s\n", r.step_time_s);
   appendf(o, "  tokens/s          %10.0f\n", r.tokens_per_s);
   appendf(o, "  TFLOP/s per GPU   %10.1f   (model FLOPs: 6N + 12*L*H*Q*T per token, PaLM convention; no recompute)\n",
@@ -253,7 +259,7 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
             ok ? "fits" : "DOES NOT FIT");
   }
   appendf(o, "\n  %llu ops executed by %lld ranks sharing %zu rank-class programs; %zu collective plans\n",
-          static_cast<unsigned long long>(r.ops), static_cast<long long>(j.world()), r.rank_classes, r.plans);
+          static_cast<unsigned long long>(r.ops), static_cast<long long>(r.ranks_simulated), r.rank_classes, r.plans);
   return o;
 }
 
@@ -315,6 +321,9 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   w["tokens_per_step"] = r.tokens_per_step;
   w["ops"] = r.ops;
   w["rank_classes"] = r.rank_classes;
+  w["fidelity"] = r.fidelity;
+  w["ranks_simulated"] = r.ranks_simulated;
+  if (!r.fidelity_note.empty()) w["fidelity_note"] = r.fidelity_note;
   out["workload"] = w;
 }
 

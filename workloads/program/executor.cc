@@ -142,6 +142,13 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   }
   inst_base_[job_.comms.size()] = instances;
   gather_.resize(instances);
+  ranks_to_run_ = n;
+  gather_need_.resize(job_.comms.size());
+  for (size_t c = 0; c < job_.comms.size(); ++c) {
+    const Communicator& cm = job_.comms[c];
+    gather_need_[c] = static_cast<uint32_t>(cm.generated ? job_.layout.size(cm.axis, cm.also) : cm.members.size());
+  }
+  if (opt.symmetric_dp) setup_symmetric();
   uint64_t seqs = static_cast<uint64_t>(n) * num_generated_;
   for (size_t c = 0; c < job_.comms.size(); ++c)
     if (!job_.comms[c].generated) {
@@ -200,6 +207,49 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     }
   }
   check_algorithms();
+}
+
+void ProgramExecutor::setup_symmetric() {
+  const uint32_t n = job_.world();
+  const Layout& lay = job_.layout;
+  const uint32_t dp = static_cast<uint32_t>(lay.size(Dim::kDp)), outer = static_cast<uint32_t>(lay.size(Dim::kDpOuter));
+  SIM_ASSERT(job_.gpu_of_rank.empty() && job_.start_offset.empty(), "symmetric mode needs the identity placement");
+  opt_symmetric_ = true;
+  simulated_.assign(n, 0);
+  ranks_to_run_ = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    simulated_[r] = lay.coord(r, Dim::kDp) == 0 && lay.coord(r, Dim::kDpOuter) == 0;
+    ranks_to_run_ += simulated_[r];
+    SIM_ASSERT(job_.template_of_rank[r] == job_.template_of_rank[representative(r)],
+               "symmetric mode needs the same program in every replica");
+  }
+  // With the identity placement rank r runs on GPU r, so replica (i, j) is replica 0 shifted by
+  // i x stride(dp) + j x stride(dp_outer) GPUs. A group spanning an axis has no copies along it.
+  const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
+  auto copies_along = [&](bool dp_axis, bool outer_axis) {
+    ReplicaCopies rc;
+    rc.simulated_gpu = &simulated_;
+    rc.node_aligned = true;
+    for (uint32_t j = 0; j < (outer_axis ? outer : 1); ++j)
+      for (uint32_t i = 0; i < (dp_axis ? dp : 1); ++i)
+        if (i + j > 0) {
+          rc.gpu_offsets.push_back(i * lay.stride(Dim::kDp) + j * lay.stride(Dim::kDpOuter));
+          rc.node_aligned = rc.node_aligned && rc.gpu_offsets.back() % gpn == 0;
+        }
+    return rc;
+  };
+  copies_ = copies_along(true, true);
+  comm_copies_.clear();
+  for (size_t c = 0; c < job_.comms.size(); ++c) {
+    const Communicator& cm = job_.comms[c];
+    SIM_ASSERT(cm.generated, "symmetric mode needs generated communicators");
+    auto has = [&](Dim d) { return cm.axis == d || cm.also == d; };
+    uint32_t folded = 1;  // members of a group that mirror one simulated member
+    if (has(Dim::kDp)) folded *= dp;
+    if (has(Dim::kDpOuter)) folded *= outer;
+    gather_need_[c] /= folded;
+    comm_copies_.push_back(copies_along(!has(Dim::kDp), !has(Dim::kDpOuter)));
+  }
 }
 
 // Every collective the programs run on a communicator with a chosen (not auto) algorithm must be
@@ -271,6 +321,7 @@ void ProgramExecutor::start() {
   }
   for (uint32_t r = 0; r < job_.world(); ++r) {
     ranks_[r].free_since = step_start_;
+    if (opt_symmetric_ && !simulated_[r]) continue;  // mirrors replica 0
     if (ranks_[r].ops_left == 0) {
       ranks_[r].end = step_start_;
       ++ranks_done_;
@@ -586,7 +637,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     }
     if (s != g.stream) g.mixed = true;
   }
-  if (++g.arrived < size) return;
+  if (++g.arrived < gather_need_[op.comm]) return;
   // The last member arrived: start the collective.
   const uint32_t f = take_slot(coll_flights_, free_coll_flights_);
   coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr};
@@ -637,7 +688,8 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   members_of(op.comm, rank, scratch_members_);
   scratch_gpus_.clear();
   for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
-  runtime_.start(plan, scratch_gpus_, this, f, true);
+  runtime_.start(plan, scratch_gpus_, this, f, true,
+                 opt_symmetric_ ? &comm_copies_[op.comm] : nullptr);
   release_parked(inst, size);
 }
 
@@ -693,7 +745,7 @@ void ProgramExecutor::issue_send(uint32_t rank, uint16_t s, const Op& op) {
   }
   const CollectivePlan& plan = send_plan(op.bytes);
   uint32_t pair[2] = {job_.gpu_of(rank), job_.gpu_of(dst)};
-  runtime_.start(plan, pair, this, kSendTag | f, true);
+  runtime_.start(plan, pair, this, kSendTag | f, true, opt_symmetric_ ? &copies_ : nullptr);
 }
 
 void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Time send_start, uint64_t flow) {
@@ -841,7 +893,7 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   ++completion_depth_;
   for (size_t i = 0; i < members.size(); ++i) {
     const uint32_t m = members[i];
-    if (ranks_[m].dead) continue;
+    if (ranks_[m].dead || (opt_symmetric_ && !simulated_[m])) continue;
     const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
     if (s != kNoStream) complete(m, s);
   }
@@ -982,7 +1034,7 @@ void ProgramExecutor::fail(std::string message) {
   stopped_ = true;
 }
 
-size_t ProgramExecutor::pending_count() const { return job_.world() - ranks_done_; }
+size_t ProgramExecutor::pending_count() const { return ranks_to_run_ - ranks_done_; }
 
 std::string ProgramExecutor::describe_op(uint32_t rank, const Op& op) const {
   std::string s = "'" + program_of(rank).name(op.name) + "' (" + std::string(op_kind_name(op.kind));
@@ -999,7 +1051,7 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
   }
   for (uint32_t r = 0; r < job_.world() && lines < max_lines; ++r) {
     const RankState& rs = ranks_[r];
-    if (rs.ops_left == 0) continue;
+    if (rs.ops_left == 0 || (opt_symmetric_ && !simulated_[r])) continue;
     const Program& p = program_of(r);
     if (rs.dead) {
       out += "  rank " + std::to_string(r) + " (GPU " + std::to_string(job_.gpu_of(r)) + ") is dead since t=" +
@@ -1328,6 +1380,7 @@ void ProgramExecutor::emit_span(uint32_t rank, const Op& op, sim::Time start, si
 }
 
 double ProgramExecutor::category_seconds(uint32_t rank, uint16_t c) const {
+  rank = representative(rank);
   double v = cat_s_[static_cast<size_t>(rank) * ncat_ + c];
   if (c == job_.idle_category && ranks_[rank].ops_left == 0) v += (step_end_ - ranks_[rank].end).seconds();
   return v;

@@ -96,6 +96,14 @@ struct ExecutorOptions {
   sim::Time watchdog = sim::Time::sec(600);
   // Keep every op's start (issue) and end time per rank, for critical_path(); off: nothing kept.
   bool record_op_times = false;
+  // Symmetric data parallelism (an explicit fidelity option; the producer checks that it holds:
+  // generated communicators, identity placement, the same template in every replica, no
+  // failures). Only the ranks of data-parallel replica 0 (dp = dp_outer = 0) run; every other
+  // rank mirrors the rank of replica 0 with its other coordinates (its times, breakdown and
+  // memory are that rank's). A collective whose group spans replicas starts when its simulated
+  // members have arrived (the others arrive with them, by symmetry) and moves every member's
+  // bytes; every other transfer stands for its copies in the other replicas (ReplicaCopies).
+  bool symmetric_dp = false;
 };
 
 // An op's start (when its rank issued it; a collective's member arrived) and end.
@@ -115,17 +123,25 @@ class ProgramExecutor : public sim::ActivityOwner,
 
   // Issues every rank's first ops at the current time (plus its start offset); then run the simulation.
   void start();
-  bool finished() const { return ranks_done_ == job_.world(); }
+  bool finished() const { return ranks_done_ == ranks_to_run_; }
+  // The rank whose run stands for `rank`: itself, or in symmetric mode the rank of replica 0 with
+  // the same other coordinates.
+  uint32_t representative(uint32_t rank) const {
+    if (!opt_symmetric_) return rank;
+    return rank - job_.layout.coord(rank, Dim::kDp) * job_.layout.stride(Dim::kDp) -
+           job_.layout.coord(rank, Dim::kDpOuter) * job_.layout.stride(Dim::kDpOuter);
+  }
+  uint32_t ranks_simulated() const { return ranks_to_run_; }
   const std::string& error() const { return error_; }
   sim::Time step_start() const { return step_start_; }
   sim::Time step_end() const { return step_end_; }
-  sim::Time rank_end(uint32_t rank) const { return ranks_[rank].end; }  // when its last op finished
+  sim::Time rank_end(uint32_t rank) const { return ranks_[representative(rank)].end; }  // when its last op finished
   // Seconds of rank's time charged to category c (the tail idle time after its last op counts
   // as idle); valid after the run.
   double category_seconds(uint32_t rank, uint16_t c) const;
   // With ExecutorOptions::record_op_times: per op of the rank's program (infinite: not run).
-  const std::vector<OpTimes>& op_times(uint32_t rank) const { return op_times_[rank]; }
-  int64_t peak_memory(uint32_t rank) const { return memory_.empty() ? 0 : memory_[rank].peak; }
+  const std::vector<OpTimes>& op_times(uint32_t rank) const { return op_times_[representative(rank)]; }
+  int64_t peak_memory(uint32_t rank) const { return memory_.empty() ? 0 : memory_[representative(rank)].peak; }
   uint64_t ops_executed() const { return ops_executed_; }
   size_t plans_lowered() const { return plans_.size() + send_plans_.size(); }
 
@@ -133,7 +149,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void kill_rank(uint32_t rank);
   // The GPU dies (topo::ClusterResources::fail_gpu) and every rank placed on it with it.
   void fail_gpu(uint32_t gpu);
-  bool dead(uint32_t rank) const { return ranks_[rank].dead; }
+  bool dead(uint32_t rank) const { return ranks_[representative(rank)].dead; }
   uint32_t dead_ranks() const { return dead_count_; }
   // Something failed (`what`, e.g. "node 2 (GPUs 16-23)"): the first failure is remembered for
   // the report and shown as an instant in the trace, and the watchdog starts watching. kill_rank
@@ -238,6 +254,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   const CollectivePlan* plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes, uint32_t any_member);
   const CollectivePlan& send_plan(double bytes);
   void check_algorithms() const;
+  void setup_symmetric();
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   std::string describe_op(uint32_t rank, const Op& op) const;
   // Watchdog: the live rank's communication op issued earliest and not done (false if none).
@@ -309,6 +326,16 @@ class ProgramExecutor : public sim::ActivityOwner,
   uint32_t pass_rank_ = 0xFFFFFFFFu;  // the rank pump() is passing over, and whether one of its
   bool completed_in_pass_ = false;    // ops completed during that pass
   uint32_t ranks_done_ = 0, dead_count_ = 0;
+  uint32_t ranks_to_run_ = 0;  // the world, or in symmetric mode the ranks of replica 0
+  // Symmetric mode: which ranks run (per rank), how many members of a group of each communicator
+  // run (per comm), and the copies transfers stand for: a message's in every other replica
+  // (copies_); a collective's along the replica axes its group does not span (per comm: a DP
+  // group with dp_outer > 1 stands for the DP groups of the other outer replicas).
+  bool opt_symmetric_ = false;
+  std::vector<uint8_t> simulated_;
+  std::vector<uint32_t> gather_need_;
+  ReplicaCopies copies_;
+  std::vector<ReplicaCopies> comm_copies_;
   uint64_t ops_executed_ = 0;
   sim::Time step_start_, step_end_;
   std::string error_;

@@ -99,6 +99,19 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
            std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
            " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
   };
+  bool symmetric = false;
+  if (ts.fidelity != Fidelity::kExpanded) {
+    const std::string problem = symmetric_problem(trace_ranks);
+    if (problem.empty()) {
+      symmetric = true;
+    } else if (ts.fidelity == Fidelity::kSymmetric && job_.dp * job_.dp_outer > 1) {
+      throw sim::ConfigError((ts.fidelity_at.empty() ? std::string("workload.fidelity") : ts.fidelity_at) +
+                             ": symmetric mode does not hold for this step: " + problem +
+                             " (fidelity: auto runs it expanded instead)");
+    } else {
+      result_.fidelity_note = "symmetric mode does not hold: " + problem + "; ran expanded";
+    }
+  }
   RuntimeOptions ro = runtime_options_for(res);
   runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
   // Compute kernels are costed by the executor from the cluster's profile at the job's precision.
@@ -108,8 +121,45 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   eo.trace_ranks = trace_ranks;
   eo.coster = coster_.get();
   eo.watchdog = options_.watchdog;
+  eo.symmetric_dp = symmetric;
   exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(res), cost_hints_for(res, ro), eo);
+  if (symmetric) result_.fidelity = "symmetric";
+  result_.ranks_simulated = exec_->ranks_simulated();
   res.simulation().add_pending_work(exec_.get());
+}
+
+std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_ranks) const {
+  const Layout& lay = jp_.layout;
+  if (job_.dp * job_.dp_outer <= 1) return "the job has one data-parallel replica (nothing to fold)";
+  if (!options_.failures.empty()) return "failures or slowdowns during the step (failures:) break the symmetry";
+  if (!options_.failed_gpus.empty() || !options_.failed_links.empty())
+    return "the cluster is degraded (failed GPUs or links) under some replicas";
+  if (!jp_.gpu_of_rank.empty()) return "ranks are placed on other GPUs than their own (spares in failed nodes' places)";
+  if (!jp_.start_offset.empty()) return "ranks start at different times";
+  const auto kind = res_.topology().kind();
+  if (kind != topo::TopologyKind::kCluster)
+    return std::string("the network is a ") + (kind == topo::TopologyKind::kTorus ? "torus" : "custom edge list") +
+           " (symmetry between replicas is established for NVSwitch nodes and fat-trees only)";
+  for (uint32_t r : trace_ranks)
+    if (r < lay.world() && (lay.coord(r, Dim::kDp) != 0 || lay.coord(r, Dim::kDpOuter) != 0))
+      return "output.trace_ranks names rank " + std::to_string(r) + ", which is in data-parallel replica " +
+             std::to_string(lay.coord(r, Dim::kDp)) + " (symmetric mode simulates replica 0 only)";
+  auto spans = [](Dim d) { return d == Dim::kDp || d == Dim::kDpOuter; };
+  for (const Communicator& cm : jp_.comms)
+    if (!cm.generated) return "communicator '" + cm.name + "' lists its members explicitly";
+  for (const Program& p : jp_.templates) {
+    if (p.has_absolute_recvs()) return "a program receives from an absolute rank";
+    for (const auto& [axis, offset] : p.relative_recv_peers())
+      if (axis < kNumDims && spans(static_cast<Dim>(axis)))
+        return "a program exchanges messages between data-parallel replicas";
+  }
+  for (uint32_t r = 0; r < lay.world(); ++r) {
+    const uint32_t rep = r - lay.coord(r, Dim::kDp) * lay.stride(Dim::kDp) -
+                         lay.coord(r, Dim::kDpOuter) * lay.stride(Dim::kDpOuter);
+    if (jp_.template_of_rank[r] != jp_.template_of_rank[rep])
+      return "rank " + std::to_string(r) + " runs another program than rank " + std::to_string(rep) + " of replica 0";
+  }
+  return "";
 }
 
 TrainingStep::~TrainingStep() {

@@ -71,6 +71,11 @@ struct StepResult {
   double watchdog_s = 0;
   size_t rank_classes = 0;
   size_t plans = 0;
+  // The fidelity that ran ("expanded" or "symmetric"), why it is not the one asked for (empty when
+  // it is), and how many ranks were simulated individually.
+  std::string fidelity = "expanded";
+  std::string fidelity_note;
+  uint32_t ranks_simulated = 0;
 };
 
 // One line per stage that does not fit, naming the stage, the excess and the largest part.
@@ -112,6 +117,9 @@ class TrainingStep {
   // The step's programs and the kernel coster they run with (for exporters: traces/chakra).
   const JobProgram& program() const { return jp_; }
   const KernelCoster& coster() const { return *coster_; }
+  // Why symmetric mode would not reproduce the expanded run of this step (the first condition
+  // that fails), or empty when the data-parallel replicas are provably identical.
+  std::string symmetric_problem(const std::vector<uint32_t>& trace_ranks) const;
 
  private:
   topo::ClusterResources& res_;

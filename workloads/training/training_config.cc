@@ -162,6 +162,11 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     }
   }
   if (auto m = w.find("memory")) ts.allow_oom = m->get_bool("allow_oom", false);
+  {
+    const std::string f = w.get_enum("fidelity", {"expanded", "symmetric", "auto"}, "expanded");
+    ts.fidelity = f == "symmetric" ? Fidelity::kSymmetric : f == "auto" ? Fidelity::kAuto : Fidelity::kExpanded;
+    if (auto node = w.find("fidelity")) ts.fidelity_at = node->location() + ": " + node->path();
+  }
 
   // The product in 128 bits: each factor may be up to 2^24, so five of them can overflow int64.
   const unsigned __int128 ranks = static_cast<unsigned __int128>(j.tp) * static_cast<unsigned __int128>(j.cp) *

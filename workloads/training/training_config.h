@@ -23,9 +23,16 @@
 
 namespace wl {
 
+// How the step is simulated (workload.fidelity): every rank (expanded); one data-parallel replica
+// standing for all of them (symmetric: refused, naming the condition, where the replicas are not
+// provably identical); symmetric where it holds and expanded otherwise, saying why (auto).
+enum class Fidelity : uint8_t { kExpanded, kSymmetric, kAuto };
+
 struct TrainingSettings {
   TrainingJob job;
   bool allow_oom = false;
+  Fidelity fidelity = Fidelity::kExpanded;
+  std::string fidelity_at;  // "file:line:col: workload.fidelity" when given, for refusals
   // Where each dimension's collective algorithm was given ("file:line:col: workload.collectives.dp"),
   // empty when it was not: an algorithm that cannot run there is reported at that place.
   std::array<std::string, kNumDims> algorithm_at;

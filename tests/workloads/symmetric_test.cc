@@ -1,0 +1,190 @@
+// Symmetric mode (workload.fidelity: symmetric): one data-parallel replica simulated, standing for
+// all of them. The reference is the expanded run of the same scenario (every rank simulated):
+// issue 12 asks for the step time and every breakdown part within 0.1% of it. The scenarios are
+// chosen so that the other replicas matter: their pipeline sends share oversubscribed uplinks
+// with the representative's (a replica simulated alone would be faster), their data-parallel
+// collectives move every member's bytes, and HSDP's two data-parallel axes with CP fold a group
+// that spans replicas and positions inside one.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/config.h"
+#include "sim/error.h"
+#include "sim/simulation.h"
+#include "workloads/job/scenario.h"
+#include "workloads/job/training_kind.h"
+
+namespace wl {
+namespace {
+
+// 16 nodes of 8 H100 in racks of 4 nodes under one spine with 1:4 oversubscription: a rack's
+// uplink carries 4 x 8 x 50 GB/s / 4 = 400 GB/s.
+constexpr const char* kCluster = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 16
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    tiers:
+      - {name: rack, nodes: 4}
+      - {name: spine, racks: 4, oversubscription: 4}
+)";
+
+struct Outcome {
+  StepResult step;
+  std::string error;
+};
+
+Outcome run(const std::string& workload, const std::vector<std::string>& overrides = {}) {
+  auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + kCluster + workload, "sym.yaml");
+  for (const auto& o : overrides) doc.apply_override(o);
+  Outcome out;
+  try {
+    Scenario sc = bind_scenario(std::move(doc), "sym", true);
+    sim::Simulation sim(sc.seed);
+    ScenarioRun r = run_scenario(sc, sim, sc.trace_ranks);
+    const auto* tr = dynamic_cast<const TrainingResult*>(r.result.get());
+    if (!tr) {
+      out.error = "not a training result";
+      return out;
+    }
+    out.step = tr->step();
+  } catch (const sim::UserError& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+// Step time and every breakdown part of the symmetric run within 0.1% of the step time of the
+// expanded run (issue 12, must-hold 2), per-stage memory equal.
+void expect_matches_expanded(const std::string& workload) {
+  const Outcome ex = run(workload, {"workload.fidelity=expanded"});
+  const Outcome sy = run(workload, {"workload.fidelity=symmetric"});
+  ASSERT_EQ(ex.error, "");
+  ASSERT_EQ(sy.error, "");
+  ASSERT_EQ(ex.step.outcome, StepOutcome::kCompleted);
+  ASSERT_EQ(sy.step.outcome, StepOutcome::kCompleted);
+  EXPECT_EQ(ex.step.fidelity, "expanded");
+  EXPECT_EQ(sy.step.fidelity, "symmetric");
+  const double tol = 1e-3 * ex.step.step_time_s;
+  EXPECT_NEAR(sy.step.step_time_s, ex.step.step_time_s, tol);
+  const auto a = breakdown_parts(ex.step.mean), b = breakdown_parts(sy.step.mean);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i].seconds, a[i].seconds, tol) << a[i].label;
+  ASSERT_EQ(ex.step.per_stage.size(), sy.step.per_stage.size());
+  for (size_t s = 0; s < ex.step.per_stage.size(); ++s)
+    EXPECT_NEAR(sy.step.per_stage[s].total(), ex.step.per_stage[s].total(), tol) << "stage " << s;
+  ASSERT_EQ(ex.step.memory.size(), sy.step.memory.size());
+  for (size_t s = 0; s < ex.step.memory.size(); ++s)
+    EXPECT_EQ(sy.step.memory[s].bytes.total(), ex.step.memory[s].bytes.total());
+  // Every rank in the expanded run; in the symmetric one the world over the replicas.
+  EXPECT_EQ(ex.step.ranks_simulated, 128u);
+  EXPECT_LE(sy.step.ranks_simulated, 32u);
+}
+
+// A small Llama-style model, so that the expanded reference takes well under a second.
+constexpr const char* kModel = R"(
+  model: {preset: llama3-8b, layers: 8}
+  training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}
+)";
+
+TEST(SymmetricMode, PipelineAcrossRacksMatchesExpanded) {
+  // Llama 3's order (tp, cp, pp, dp): a replica is 4 nodes, one rack; stage s on node s of it.
+  // DP 4 ring all-reduces between racks cross the oversubscribed uplinks.
+  const Outcome sy = run(std::string("workload:\n  kind: training\n") + kModel +
+                         "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n"
+                         "  schedule: {kind: 1f1b}\n",
+                     {"workload.fidelity=symmetric"});
+  ASSERT_EQ(sy.error, "");
+  EXPECT_EQ(sy.step.ranks_simulated, 32u);  // 8 x 4 of 128
+  expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
+                          "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n"
+                          "  schedule: {kind: 1f1b}\n");
+}
+
+TEST(SymmetricMode, CopiesSharingAnUplinkMatchExpanded) {
+  // Megatron's order (tp, dp, pp): stage s of every replica sits in rack s, so the four replicas'
+  // pipeline sends from rack s to rack s+1 share its 400 GB/s uplink: 4 x 8 sends of 50 GB/s.
+  // A replica simulated alone (8 sends) would see no contention there; the copies' weight on the
+  // uplink is what makes the symmetric run equal the expanded one. Large activations make the
+  // pipeline transfers visible: seq 16k.
+  const std::string w = std::string("workload:\n  kind: training\n") +
+                        "  model: {preset: llama3-8b, layers: 8}\n"
+                        "  training: {seq_len: 16384, global_batch: 32, micro_batch: 1, precision: bf16}\n"
+                        "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: zero2, order: [tp, cp, dp, pp]}\n"
+                        "  schedule: {kind: 1f1b}\n";
+  expect_matches_expanded(w);
+  const Outcome ex = run(w, {"workload.fidelity=expanded"});
+  EXPECT_GT(ex.step.mean.exposed[static_cast<size_t>(Dim::kPp)], 0.0) << "the pipeline transfers must show";
+}
+
+TEST(SymmetricMode, HsdpWithContextParallelMatchesExpanded) {
+  // DP x CP groups (gradients reduced over both) span replicas and positions inside one: each
+  // group gathers its CP simulated members and moves every member's bytes.
+  expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
+                          "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"
+                          "  schedule: {kind: 1f1b}\n");
+}
+
+TEST(SymmetricMode, FsdpMatchesExpanded) {
+  expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
+                          "  parallelism: {tp: 8, dp: 16, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n");
+}
+
+const char* kPlain =
+    "workload:\n  kind: training\n"
+    "  model: {preset: llama3-8b, layers: 8}\n"
+    "  training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n"
+    "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n"
+    "  schedule: {kind: 1f1b}\n";
+
+TEST(SymmetricMode, AFailureDuringTheStepIsRefusedOrRunsExpanded) {
+  const std::string kill = "failures={events: [{at: 1ms, kill: {gpu: 40}}], watchdog: 1s}";
+  const Outcome refused = run(kPlain, {"workload.fidelity=symmetric", kill});
+  EXPECT_NE(refused.error.find("workload.fidelity"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("symmetric mode does not hold"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("failures"), std::string::npos) << refused.error;
+  const Outcome fallback = run(kPlain, {"workload.fidelity=auto", kill});
+  ASSERT_EQ(fallback.error, "");
+  EXPECT_EQ(fallback.step.fidelity, "expanded");
+  EXPECT_NE(fallback.step.fidelity_note.find("failures"), std::string::npos) << fallback.step.fidelity_note;
+  EXPECT_EQ(fallback.step.ranks_simulated, 128u);
+}
+
+TEST(SymmetricMode, AStragglerIsRefusedNamingTheCondition) {
+  const Outcome r = run(kPlain, {"workload.fidelity=symmetric",
+                             "failures={events: [{at: 0s, slow: {gpu: 40, factor: 2, for: 1s}}]}"});
+  EXPECT_NE(r.error.find("slowdowns"), std::string::npos) << r.error;
+}
+
+TEST(SymmetricMode, ATracedRankOutsideReplicaZeroIsRefused) {
+  auto doc_text = std::string("name: sym\nseed: 1\n") + kCluster + kPlain;
+  auto doc = sim::ConfigDoc::load_string(doc_text, "sym.yaml");
+  doc.apply_override("workload.fidelity=symmetric");
+  Scenario sc = bind_scenario(std::move(doc), "sym", true);
+  sim::Simulation sim(sc.seed);
+  try {
+    run_scenario(sc, sim, std::vector<uint32_t>{40});  // rank 40: dp 1
+    FAIL() << "expected a refusal";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 40, which is in data-parallel replica 1"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SymmetricMode, OneReplicaRunsExpandedAndSaysWhy) {
+  const Outcome r = run(std::string("workload:\n  kind: training\n") + kModel +
+                        "  parallelism: {tp: 8, pp: 16, dp: 1}\n  schedule: {kind: 1f1b}\n",
+                    {"workload.fidelity=symmetric", "workload.model.layers=16", "workload.training.global_batch=16"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.step.fidelity, "expanded");
+  EXPECT_NE(r.step.fidelity_note.find("one data-parallel replica"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wl
