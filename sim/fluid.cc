@@ -29,6 +29,11 @@ ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
   return ConstraintId(c);
 }
 
+void FluidModel::reserve_constraints(size_t more) {
+  constraints_.reserve(constraints_.size() + more);
+  settings_.reserve(settings_.size() + more);
+}
+
 void FluidModel::set_settings(uint32_t c, const Settings& s) {
   settings_[c] = s;
   constraints_[c].effective = s.effective();

@@ -89,6 +89,8 @@ class FluidModel : public EventHandler {
   // --- constraints -----------------------------------------------------------------------------
   // `name` is kept only when not empty (small models, tests); big owners name theirs on demand.
   ConstraintId add_constraint(double capacity, std::string name = {});
+  // Room for `more` constraints beyond those there are (one allocation for a big cluster).
+  void reserve_constraints(size_t more);
   // Constraints [first, first + count) are named by `namer` (not owned; remove_namer before it
   // goes away).
   void add_namer(ConstraintId first, uint32_t count, const ConstraintNamer* namer);

@@ -32,6 +32,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
   link_constraints_.reserve(links.size());
+  fluid.reserve_constraints(links.size() + 2 * static_cast<size_t>(topo_.num_gpus()));
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& l = links[i];
     auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_));

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/graphviz.hpp>
-#include <boost/graph/reverse_graph.hpp>
 
 #include "sim/error.h"
 #include "topology/topology_internal.h"
@@ -199,6 +199,8 @@ void Topology::route_edge_list(uint32_t s, uint32_t d, uint64_t flow_hash, Route
 namespace {
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, uint32_t>;
+using CsrGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                                    boost::no_property, uint32_t, uint32_t>;
 
 Graph make_graph(const Topology& t) {
   Graph g(t.num_vertices());
@@ -249,6 +251,9 @@ void Topology::validate() const {
   auto vname = [&](uint32_t v) { return "'" + vertex_names_[v] + "'"; };
   for (uint32_t i = 0; i < links_.size(); ++i) {
     const Link& l = links_[i];
+    const bool bad = l.src >= n || l.dst >= n || l.src == l.dst || !(l.bandwidth_Bps > 0) ||
+                     !std::isfinite(l.bandwidth_Bps) || l.latency < sim::Time::zero();
+    if (!bad) continue;  // the message is built only for a bad link
     const std::string which = "link " + std::to_string(i);
     if (l.src >= n || l.dst >= n) throw sim::TopologyError(which + " names a vertex that does not exist");
     if (l.src == l.dst) throw sim::TopologyError(which + " connects " + vname(l.src) + " to itself");
@@ -274,18 +279,27 @@ void Topology::validate() const {
                                " and " + std::to_string(b) + "): declare them parallel if intended");
     }
   }
-  const Graph g = make_graph(*this);
   if (num_gpus_ > 1) {
+    std::vector<uint32_t> in(n, 0), out(n, 0);
+    for (const Link& l : links_) {
+      ++out[l.src];
+      ++in[l.dst];
+    }
     for (uint32_t v = 0; v < n; ++v) {
-      if (boost::out_degree(v, g) == 0 || boost::in_degree(v, g) == 0) {
-        throw sim::TopologyError("vertex " + vname(v) + " has in-degree " + std::to_string(boost::in_degree(v, g)) +
-                                 " and out-degree " + std::to_string(boost::out_degree(v, g)) +
-                                 ": every vertex needs both");
+      if (out[v] == 0 || in[v] == 0) {
+        throw sim::TopologyError("vertex " + vname(v) + " has in-degree " + std::to_string(in[v]) + " and out-degree " +
+                                 std::to_string(out[v]) + ": every vertex needs both");
       }
     }
-    // GPU 0 reaches every GPU and every GPU reaches GPU 0, so all GPUs reach each other.
-    const std::vector<bool> fwd = reachable_from(g, 0, n);
-    const std::vector<bool> bwd = reachable_from(boost::make_reverse_graph(g), 0, n);
+    // GPU 0 reaches every GPU and every GPU reaches GPU 0, so all GPUs reach each other. The
+    // graphs are compressed sparse rows (two arrays, no per-vertex lists: 131k GPUs' half a
+    // million links in a few MB).
+    std::vector<std::pair<uint32_t, uint32_t>> edges;
+    edges.reserve(links_.size());
+    for (const Link& l : links_) edges.emplace_back(l.src, l.dst);
+    const std::vector<bool> fwd = reachable_from(CsrGraph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), n), 0, n);
+    for (auto& e : edges) std::swap(e.first, e.second);
+    const std::vector<bool> bwd = reachable_from(CsrGraph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), n), 0, n);
     for (uint32_t v = 0; v < num_gpus_; ++v) {
       if (!fwd[v]) throw sim::TopologyError("disconnected: no path from " + vname(0) + " to " + vname(v));
       if (!bwd[v]) throw sim::TopologyError("disconnected: no path from " + vname(v) + " to " + vname(0));

@@ -78,13 +78,19 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   if (job_.host_overhead > sim::Time::zero()) compute_host_ready();
   handler_ = sim_.add_handler(this);
   ncat_ = static_cast<uint16_t>(job_.categories.size());
-  ranks_.resize(n);
-  stream_base_.resize(n + 1);
-  recv_base_.resize(n + 1);
-  free_base_.resize(n + 1);
+  state_ranks_ = ranks_to_run_ = n;
+  if (opt.symmetric_dp) mark_simulated();
+  // Per-rank state for the ranks that keep some: every rank, or in symmetric mode replica 0 when
+  // its ranks are the first ones (data-parallel axes outermost, the default order).
+  const uint32_t sn = state_ranks_;
+  for (uint32_t r = sn; r < n; ++r) ops_total_ += program_of(r).ops().size();
+  ranks_.resize(sn);
+  stream_base_.resize(sn + 1);
+  recv_base_.resize(sn + 1);
+  free_base_.resize(sn + 1);
   uint64_t streams = 0, recvs = 0, frees = 0;
   bool has_memory_ops = false;
-  for (uint32_t r = 0; r < n; ++r) {
+  for (uint32_t r = 0; r < sn; ++r) {
     const Program& p = program_of(r);
     stream_base_[r] = static_cast<uint32_t>(streams);
     recv_base_[r] = static_cast<uint32_t>(recvs);
@@ -99,19 +105,19 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   }
   if (streams > 0xFFFFFFFFu || recvs > 0xFFFFFFFFu || frees > 0xFFFFFFFFu)
     throw sim::UserError("the job's programs hold more than 2^32 streams, receives or dependency-only ops");
-  stream_base_[n] = static_cast<uint32_t>(streams);
-  recv_base_[n] = static_cast<uint32_t>(recvs);
-  free_base_[n] = static_cast<uint32_t>(frees);
+  stream_base_[sn] = static_cast<uint32_t>(streams);
+  recv_base_[sn] = static_cast<uint32_t>(recvs);
+  free_base_[sn] = static_cast<uint32_t>(frees);
   streams_.resize(streams);
   running_.assign(streams, sim::ActivityId(0xFFFFFFFFu));
-  if (has_memory_ops) memory_.resize(n);
+  if (has_memory_ops) memory_.resize(sn);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
   if (opt.record_op_times) {
-    op_times_.resize(n);
-    for (uint32_t r = 0; r < n; ++r) op_times_[r].assign(program_of(r).ops().size(), OpTimes{});
+    op_times_.resize(sn);
+    for (uint32_t r = 0; r < sn; ++r) op_times_[r].assign(program_of(r).ops().size(), OpTimes{});
   }
-  cat_s_.assign(static_cast<size_t>(n) * ncat_, 0.0);
+  cat_s_.assign(static_cast<size_t>(sn) * ncat_, 0.0);
 
   inst_base_.resize(job_.comms.size() + 1);
   gen_index_.assign(job_.comms.size(), kNone);
@@ -142,14 +148,13 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   }
   inst_base_[job_.comms.size()] = instances;
   gather_.resize(instances);
-  ranks_to_run_ = n;
   gather_need_.resize(job_.comms.size());
   for (size_t c = 0; c < job_.comms.size(); ++c) {
     const Communicator& cm = job_.comms[c];
     gather_need_[c] = static_cast<uint32_t>(cm.generated ? job_.layout.size(cm.axis, cm.also) : cm.members.size());
   }
   if (opt.symmetric_dp) setup_symmetric();
-  uint64_t seqs = static_cast<uint64_t>(n) * num_generated_;
+  uint64_t seqs = static_cast<uint64_t>(sn) * num_generated_;
   for (size_t c = 0; c < job_.comms.size(); ++c)
     if (!job_.comms[c].generated) {
       explicit_seq_base_[c] = seqs;
@@ -157,9 +162,9 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     }
   seq_.assign(seqs, 0);
 
-  traced_.assign(n, 0);
+  traced_.assign(sn, 0);
   for (uint32_t r : opt.trace_ranks)
-    if (r < n) traced_[r] = 1;
+    if (r < sn && (!opt_symmetric_ || simulated_[r])) traced_[r] = 1;
   // Generated communicators and relative peers address ranks through the layout: it must span
   // exactly the job's ranks.
   bool uses_layout = false;
@@ -209,10 +214,9 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   check_algorithms();
 }
 
-void ProgramExecutor::setup_symmetric() {
+void ProgramExecutor::mark_simulated() {
   const uint32_t n = job_.world();
   const Layout& lay = job_.layout;
-  const uint32_t dp = static_cast<uint32_t>(lay.size(Dim::kDp)), outer = static_cast<uint32_t>(lay.size(Dim::kDpOuter));
   SIM_ASSERT(job_.gpu_of_rank.empty() && job_.start_offset.empty(), "symmetric mode needs the identity placement");
   opt_symmetric_ = true;
   simulated_.assign(n, 0);
@@ -223,6 +227,14 @@ void ProgramExecutor::setup_symmetric() {
     SIM_ASSERT(job_.template_of_rank[r] == job_.template_of_rank[representative(r)],
                "symmetric mode needs the same program in every replica");
   }
+  bool prefix = true;
+  for (uint32_t r = 0; r < ranks_to_run_ && prefix; ++r) prefix = simulated_[r] != 0;
+  state_ranks_ = prefix ? ranks_to_run_ : n;
+}
+
+void ProgramExecutor::setup_symmetric() {
+  const Layout& lay = job_.layout;
+  const uint32_t dp = static_cast<uint32_t>(lay.size(Dim::kDp)), outer = static_cast<uint32_t>(lay.size(Dim::kDpOuter));
   // With the identity placement rank r runs on GPU r, so replica (i, j) is replica 0 shifted by
   // i x stride(dp) + j x stride(dp_outer) GPUs. A group spanning an axis has no copies along it.
   const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
@@ -311,7 +323,7 @@ void ProgramExecutor::start() {
         if (bus_names_[t][op.name] == sim::kNoName) bus_names_[t][op.name] = bus.names().intern(p.name(op.name));
       }
     }
-    for (uint32_t r = 0; r < job_.world(); ++r) {
+    for (uint32_t r = 0; r < state_ranks_; ++r) {
       if (!traced_[r]) continue;
       bus.declare_process(r, job_.rank_label ? job_.rank_label(r) : "rank " + std::to_string(r), r);
       const Program& p = program_of(r);
@@ -319,7 +331,7 @@ void ProgramExecutor::start() {
         if (!p.stream_ops(s).empty()) bus.declare_thread(r, s, p.stream_name(s));
     }
   }
-  for (uint32_t r = 0; r < job_.world(); ++r) {
+  for (uint32_t r = 0; r < state_ranks_; ++r) {
     ranks_[r].free_since = step_start_;
     if (opt_symmetric_ && !simulated_[r]) continue;  // mirrors replica 0
     if (ranks_[r].ops_left == 0) {
@@ -650,7 +662,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     plan->algorithm = Algorithm::kDirect;
     Phase ph;
     for (uint32_t i = 0; i < scratch_members_.size(); ++i) {
-      const uint32_t m = scratch_members_[i];
+      const uint32_t m = representative(scratch_members_[i]);  // a mirror sends what its representative does
       const uint16_t ms = g.mixed ? waiting_stream(m, op.comm, g.seq) : g.stream;
       const Program& mp = program_of(m);
       const Op& mop = mp.op(mp.stream_ops(ms)[ss(m, ms).next]);
@@ -893,7 +905,7 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   ++completion_depth_;
   for (size_t i = 0; i < members.size(); ++i) {
     const uint32_t m = members[i];
-    if (ranks_[m].dead || (opt_symmetric_ && !simulated_[m])) continue;
+    if ((opt_symmetric_ && !simulated_[m]) || ranks_[m].dead) continue;
     const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
     if (s != kNoStream) complete(m, s);
   }
@@ -925,7 +937,7 @@ void ProgramExecutor::kill_rank(uint32_t rank) {
 // Cancels the running kernels and pending delays of `rank` (kNone: of every rank, and measured
 // collectives' timers too).
 void ProgramExecutor::withdraw(uint32_t rank) {
-  const uint32_t first = rank == kNone ? 0 : rank, last = rank == kNone ? job_.world() : rank + 1;
+  const uint32_t first = rank == kNone ? 0 : rank, last = rank == kNone ? state_ranks_ : rank + 1;
   for (uint32_t r = first; r < last; ++r) {
     const Program& p = program_of(r);
     for (uint16_t s = 0; s < p.num_streams(); ++s) {
@@ -1025,8 +1037,8 @@ KernelCoster::Cost ProfileKernelCoster::cost(const Program& p, const Op& op) con
 
 void ProgramExecutor::fail_gpu(uint32_t gpu) {
   res_.fail_gpu(gpu);
-  for (uint32_t r = 0; r < job_.world(); ++r)
-    if (job_.gpu_of(r) == gpu) kill_rank(r);
+  for (uint32_t r = 0; r < state_ranks_; ++r)
+    if (job_.gpu_of(r) == gpu && (!opt_symmetric_ || simulated_[r])) kill_rank(r);
 }
 
 void ProgramExecutor::fail(std::string message) {
@@ -1049,7 +1061,7 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
     out += "  error: " + error_ + "\n";
     ++lines;
   }
-  for (uint32_t r = 0; r < job_.world() && lines < max_lines; ++r) {
+  for (uint32_t r = 0; r < state_ranks_ && lines < max_lines; ++r) {
     const RankState& rs = ranks_[r];
     if (rs.ops_left == 0 || (opt_symmetric_ && !simulated_[r])) continue;
     const Program& p = program_of(r);
@@ -1188,7 +1200,7 @@ void ProgramExecutor::trace_instant(uint32_t rank, uint16_t stream, const std::s
 }
 
 void ProgramExecutor::mark(const std::string& what) {
-  for (uint32_t r = 0; r < job_.world(); ++r) trace_instant(r, 0, what);
+  for (uint32_t r = 0; r < state_ranks_; ++r) trace_instant(r, 0, what);
 }
 
 void ProgramExecutor::note_failure(const std::string& what) {
@@ -1207,7 +1219,7 @@ void ProgramExecutor::note_failure(const std::string& what) {
 bool ProgramExecutor::oldest_comm_op(uint32_t& rank, uint16_t& stream) const {
   bool found = false;
   sim::Time oldest = sim::Time::infinite();
-  for (uint32_t r = 0; r < job_.world(); ++r) {
+  for (uint32_t r = 0; r < state_ranks_; ++r) {
     if (ranks_[r].dead || ranks_[r].ops_left == 0) continue;
     const Program& p = program_of(r);
     for (uint16_t s = 0; s < p.num_streams(); ++s) {
@@ -1265,7 +1277,7 @@ void ProgramExecutor::abort_job(uint32_t rank, uint16_t stream) {
   // The trace: the watchdog and the abort as instants, every op in flight on a live traced rank
   // (the hung collectives among them) as a span up to the abort.
   trace_instant(rank, stream, "watchdog timeout: " + p.name(op.name));
-  for (uint32_t r = 0; r < job_.world(); ++r) {
+  for (uint32_t r = 0; r < state_ranks_; ++r) {
     if (!traced_[r] || ranks_[r].dead || ranks_[r].ops_left == 0) continue;
     const Program& rp = program_of(r);
     for (uint16_t s = 0; s < rp.num_streams(); ++s) {
@@ -1288,7 +1300,7 @@ void ProgramExecutor::abort_job(uint32_t rank, uint16_t stream) {
 void ProgramExecutor::describe_hang(std::string& out) const {
   std::string dead;
   uint32_t ndead = 0;
-  for (uint32_t r = 0; r < job_.world(); ++r) {
+  for (uint32_t r = 0; r < state_ranks_; ++r) {
     if (!ranks_[r].dead) continue;
     if (ndead++ < 16) dead += (dead.empty() ? "" : ", ") + std::to_string(r);
   }
@@ -1301,7 +1313,7 @@ void ProgramExecutor::describe_hang(std::string& out) const {
   std::map<std::string, Group> groups;
   uint32_t waiting_deps = 0, running = 0;
   std::vector<uint32_t> members;
-  for (uint32_t r = 0; r < job_.world(); ++r) {
+  for (uint32_t r = 0; r < state_ranks_; ++r) {
     if (ranks_[r].dead || ranks_[r].ops_left == 0) continue;
     const Program& p = program_of(r);
     for (uint16_t s = 0; s < p.num_streams(); ++s) {

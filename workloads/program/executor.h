@@ -254,7 +254,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   const CollectivePlan* plan_for(uint32_t c, uint32_t instance, CollectiveOp op, double bytes, uint32_t any_member);
   const CollectivePlan& send_plan(double bytes);
   void check_algorithms() const;
-  void setup_symmetric();
+  void mark_simulated();   // symmetric mode: simulated_, ranks_to_run_, state_ranks_
+  void setup_symmetric();  // symmetric mode: the communicators' gathers and copies
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   std::string describe_op(uint32_t rank, const Op& op) const;
   // Watchdog: the live rank's communication op issued earliest and not done (false if none).
@@ -327,6 +328,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   bool completed_in_pass_ = false;    // ops completed during that pass
   uint32_t ranks_done_ = 0, dead_count_ = 0;
   uint32_t ranks_to_run_ = 0;  // the world, or in symmetric mode the ranks of replica 0
+  uint32_t state_ranks_ = 0;   // ranks with state (ranks_, streams_, ...): ranks [0, state_ranks_)
   // Symmetric mode: which ranks run (per rank), how many members of a group of each communicator
   // run (per comm), and the copies transfers stand for: a message's in every other replica
   // (copies_); a collective's along the replica axes its group does not span (per comm: a DP
