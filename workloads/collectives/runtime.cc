@@ -187,7 +187,7 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instanc
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
         const topo::LinkKind kind = links[l].kind;
-        if (kind == topo::LinkKind::kNic || kind == topo::LinkKind::kScaleUp) continue;  // private to a GPU
+        if (kind == topo::LinkKind::kScaleUp || kind == topo::LinkKind::kNic) continue;  // see ReplicaCopies
         if (link_stamp_[l] != stamp_) {
           link_stamp_[l] = stamp_;
           link_slot_[l] = static_cast<uint32_t>(out.size());

@@ -44,13 +44,15 @@
 namespace wl {
 
 // Symmetric mode (ExecutorOptions::symmetric_dp): a transfer stands for itself and its copies in
-// the other data-parallel replicas, whose hops are its own shifted by each GPU offset. A copy's
-// bytes load the links it shares with other flows: the fabric links of its routes (kind kFabric,
-// kTorus or kCustom) are added to the transfer's uses, a link crossed by k copies with weight k,
-// so that one activity at the per-copy rate loads every link as the copies together would (max-min
-// fair rates of flows identical by symmetry are equal, so this is the expanded solution). NIC and
-// scale-up links are private to one GPU and carry the same load in every copy as in the
-// representative: they are not repeated. Communication SMs are held only on simulated GPUs.
+// the other data-parallel replicas, whose hops are its own shifted by each GPU offset. The fabric
+// links of the copies' routes are added to the transfer's uses, a link crossed by k copies with
+// weight k, so that one activity at the per-copy rate loads every link as the copies together
+// would: max-min fair rates of flows identical by symmetry are equal, so this is the expanded
+// solution. A GPU's scale-up and NIC links are left out: replicas hold whole nodes, and every
+// collective spanning replicas loads each member's NIC links alike (a ring: one hop out and one in
+// per member and transfer), which the producer checks; so a copy's private links carry what the
+// representative's carry, and the representative's, in the same transfers, bind no later.
+// Communication SMs are held only on simulated GPUs.
 // The copies' uses of a transfer are the same every time the same group sends the same plan's
 // transfer (a pipeline stage's send in every micro-batch): they are computed once and kept.
 struct ReplicaCopies {

@@ -6,6 +6,10 @@
 
 #include "sim/error.h"
 #include "sim/units.h"
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
 #include "workloads/collectives/cluster_shape.h"
 
 namespace wl {
@@ -144,6 +148,17 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
     if (r < lay.world() && (lay.coord(r, Dim::kDp) != 0 || lay.coord(r, Dim::kDpOuter) != 0))
       return "output.trace_ranks names rank " + std::to_string(r) + ", which is in data-parallel replica " +
              std::to_string(lay.coord(r, Dim::kDp)) + " (symmetric mode simulates replica 0 only)";
+  // Replicas hold whole nodes: a node's GPUs are all in one replica (so the scale-up links of a
+  // node carry one replica's traffic only).
+  const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
+  for (uint32_t r = 0; r < lay.world(); ++r) {
+    const uint32_t first = r / gpn * gpn;
+    auto replica = [&](uint32_t x) { return std::make_pair(lay.coord(x, Dim::kDp), lay.coord(x, Dim::kDpOuter)); };
+    if (r != first && replica(r) != replica(first))
+      return "data-parallel replicas share nodes (ranks " + std::to_string(first) + " and " + std::to_string(r) +
+             " of node " + std::to_string(r / gpn) + " are in different replicas); symmetric mode needs whole nodes per "
+             "replica";
+  }
   auto spans = [](Dim d) { return d == Dim::kDp || d == Dim::kDpOuter; };
   for (const Communicator& cm : jp_.comms)
     if (!cm.generated) return "communicator '" + cm.name + "' lists its members explicitly";
@@ -152,6 +167,61 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
     for (const auto& [axis, offset] : p.relative_recv_peers())
       if (axis < kNumDims && spans(static_cast<Dim>(axis)))
         return "a program exchanges messages between data-parallel replicas";
+  }
+  // Every collective spanning replicas must load its members alike: in each transfer of its plan
+  // every member sends and receives the same number of hops (a ring does; a tree's inner ranks
+  // carry more than its leaves, so replicas in different tree positions would see different
+  // contention). Lowered here on replica 0's groups as the executor will.
+  {
+    const ClusterShape shape = cluster_shape_of(res_);
+    const RuntimeOptions ro = runtime_options_for(res_);
+    const CostHints hints = cost_hints_for(res_, ro);
+    std::set<std::tuple<uint32_t, CollectiveOp, double>> checked;
+    std::vector<uint8_t> seen(jp_.templates.size(), 0);
+    std::vector<uint32_t> members;
+    for (uint32_t r = 0; r < lay.world(); ++r) {
+      if (lay.coord(r, Dim::kDp) != 0 || lay.coord(r, Dim::kDpOuter) != 0 || seen[jp_.template_of_rank[r]]++) continue;
+      for (const Op& op : jp_.templates[jp_.template_of_rank[r]].ops()) {
+        if (op.kind != OpKind::kCollective || op.comm >= jp_.comms.size()) continue;
+        const Communicator& cm = jp_.comms[op.comm];
+        if (!spans(cm.axis) && !(cm.also != Dim::kCount && spans(cm.also))) continue;
+        if (lay.size(cm.axis, cm.also) <= 1 || !checked.emplace(op.comm, op.coll, op.bytes).second) continue;
+        if (op.coll == CollectiveOp::kAllToAll && op.index != 0)
+          return "an all-to-all-v across replicas on communicator '" + cm.name + "' (members' sizes differ)";
+        CollectiveRequest req;
+        req.op = op.coll;
+        req.algorithm = cm.algorithm;
+        req.bytes = op.bytes;
+        lay.members(r, cm.axis, cm.also, members);
+        for (uint32_t m : members) req.group.push_back(jp_.gpu_of(m));
+        if (!collective_problem(req, shape).empty()) continue;  // the executor reports it
+        const CollectivePlan plan = lower_collective(req, shape, hints);
+        // Per GPU (= rank: the placement is the identity): hops out and in. Members that mirror
+        // one rank of replica 0 must carry the same.
+        std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> load, of_rep;
+        for (const Phase& ph : plan.phases)
+          for (const Transfer& tr : ph.transfers) {
+            load.clear();
+            of_rep.clear();
+            for (auto [a, b] : tr.hops) {
+              ++load[a].first;
+              ++load[b].second;
+            }
+            for (uint32_t g : req.group) {
+              const uint32_t rep = g - lay.coord(g, Dim::kDp) * lay.stride(Dim::kDp) -
+                                   lay.coord(g, Dim::kDpOuter) * lay.stride(Dim::kDpOuter);
+              auto [it, first] = of_rep.emplace(rep, load[g]);
+              if (!first && it->second != load[g])
+                return "the " + std::string(op_name(op.coll)) + " on communicator '" + cm.name + "' runs " +
+                       std::string(algorithm_name(plan.algorithm)) +
+                       ", which loads the replicas unevenly (GPUs " + std::to_string(rep) + " and " +
+                       std::to_string(g) + " hold the same place in different replicas but send or receive "
+                       "different numbers of hops; a ring loads every replica alike: set workload.collectives." +
+                       std::string(dim_name(cm.axis)) + ": ring)";
+            }
+          }
+      }
+    }
   }
   for (uint32_t r = 0; r < lay.world(); ++r) {
     const uint32_t rep = r - lay.coord(r, Dim::kDp) * lay.stride(Dim::kDp) -
