@@ -122,6 +122,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
       sum_latency += route_.latency;
       for (uint32_t l : route_.links) {
         if (channels < 1.0) slowest = std::min(slowest, res_.link_capacity(l));
+        if (in.copies && mirror_private(l, *in.copies)) continue;  // see ReplicaCopies
         if (link_stamp_[l] != stamp_) {
           link_stamp_[l] = stamp_;
           link_slot_[l] = static_cast<uint32_t>(run.uses.size());
@@ -153,6 +154,13 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
   }
+}
+
+bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) const {
+  const topo::Link& link = res_.topology().links()[l];
+  if (link.kind != topo::LinkKind::kNic && link.kind != topo::LinkKind::kScaleUp) return false;
+  const uint32_t gpu = link.src < res_.topology().num_gpus() ? link.src : link.dst;
+  return !copies.simulated(gpu);
 }
 
 bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
