@@ -1,4 +1,5 @@
 #include "sim/app/commands.h"
+#include "sim/app/mpi_points.h"
 
 #include <chrono>
 #include <cstdio>
@@ -263,7 +264,21 @@ int cmd_faults(const FaultsOptions& opt) {
   wl::JobContext ctx;
   ctx.threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ctx.trials = opt.trials;
-  const bool tty = show_progress(opt.quiet);
+  const int ranks = mpi_size();
+  const bool lead = mpi_rank() == 0;  // under mpirun rank 0 reports; every rank computes the same summary
+  if (ranks > 1) {
+    // Trials handed out one at a time to ranks 1..K-1, their results gathered on rank 0 and sent
+    // to every rank (each then summarises the same trials).
+    ctx.distribute = [](size_t n, const std::function<std::string(size_t)>& trial) {
+      std::vector<size_t> points(n);
+      for (size_t i = 0; i < n; ++i) points[i] = i;
+      std::vector<std::string> texts = mpi_run_points(points, trial, {});
+      mpi_broadcast(texts);
+      return texts;
+    };
+  }
+  const bool quiet = opt.quiet || !lead;
+  const bool tty = show_progress(quiet);
   if (tty) {
     auto shown = std::make_shared<std::atomic<int64_t>>(-1);  // the last percent printed (trials run on threads)
     ctx.progress = [wall0, shown](int64_t done, int64_t total) {
@@ -275,19 +290,23 @@ int cmd_faults(const FaultsOptions& opt) {
                    static_cast<long long>(total), f * 100, s, f > 0 ? s * (1 - f) / f : 0.0);
     };
   }
-  if (!opt.quiet) std::printf("clustersim faults: %s (seed %llu)\n\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
+  if (!quiet) std::printf("clustersim faults: %s (seed %llu)\n\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
   wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
   const wl::JobResult& result = *out.result;
   if (!result.completed()) {
     std::fflush(stdout);
-    std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
+    if (lead) std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
     return 3;
   }
-  if (!opt.quiet) std::fputs(result.summary().c_str(), stdout);
+  if (!quiet) std::fputs(result.summary().c_str(), stdout);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!opt.quiet) std::printf("\ncampaign simulated in %.2f s of wall time on %d threads\n", wall_s, ctx.threads);
-  if (!opt.json.empty()) {
+  if (!quiet && ranks > 1)
+    std::printf("\ncampaign simulated in %.2f s of wall time on %d MPI ranks (%d running trials)\n", wall_s, ranks,
+                ranks - 1);
+  else if (!quiet)
+    std::printf("\ncampaign simulated in %.2f s of wall time on %d threads\n", wall_s, ctx.threads);
+  if (!opt.json.empty() && lead) {
     nlohmann::ordered_json j;
     j["scenario"] = sc.name;
     j["seed"] = sc.seed;

@@ -149,9 +149,9 @@ int main(int argc, char** argv) {
     if (!log_level.empty()) level = sim::parse_log_level(log_level);
     sim::Log log(level);
     run.log = topo.log = val.log = faults.log = replay.log = cal.log = sweep.log = &log;
-    if (app::mpi_size() > 1 && !*sweep_cmd)
-      throw sim::UserError("under mpirun only `clustersim sweep` runs (its points spread over the ranks); run "
-                           "other commands without mpirun");
+    if (app::mpi_size() > 1 && !*sweep_cmd && !*faults_cmd)
+      throw sim::UserError("under mpirun only `clustersim sweep` and `clustersim faults` run (their points and "
+                           "trials spread over the ranks); run other commands without mpirun");
     if (*run_cmd) return app::cmd_run(run);
     if (*topo_cmd) return app::cmd_topology(topo);
     if (*catalog_cmd) return app::cmd_catalog();

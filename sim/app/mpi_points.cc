@@ -101,6 +101,38 @@ std::vector<std::string> mpi_run_points(const std::vector<size_t>& points, const
   return results;
 }
 
+void mpi_broadcast(std::vector<std::string>& texts) {
+  if (mpi_size() <= 1) return;
+  // Rank 0 packs: count, the lengths, then the bytes; one broadcast of the size, one of the buffer.
+  std::vector<char> buf;
+  if (mpi_rank() == 0) {
+    const int64_t n = static_cast<int64_t>(texts.size());
+    buf.resize(8 * (1 + texts.size()));
+    std::memcpy(buf.data(), &n, 8);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const int64_t len = static_cast<int64_t>(texts[i].size());
+      std::memcpy(buf.data() + 8 * (1 + i), &len, 8);
+    }
+    for (const std::string& t : texts) buf.insert(buf.end(), t.begin(), t.end());
+  }
+  int64_t bytes = static_cast<int64_t>(buf.size());
+  MPI_Bcast(&bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  buf.resize(static_cast<size_t>(bytes));
+  if (bytes > INT32_MAX) throw sim::UserError("MPI: more than 2 GB of results to broadcast");
+  MPI_Bcast(buf.data(), static_cast<int>(bytes), MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (mpi_rank() == 0) return;
+  int64_t n = 0;
+  std::memcpy(&n, buf.data(), 8);
+  texts.assign(static_cast<size_t>(n), {});
+  size_t at = 8 * (1 + static_cast<size_t>(n));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    int64_t len = 0;
+    std::memcpy(&len, buf.data() + 8 * (1 + i), 8);
+    texts[i].assign(buf.data() + at, static_cast<size_t>(len));
+    at += static_cast<size_t>(len);
+  }
+}
+
 #else  // no MPI in this build
 
 MpiSession::MpiSession(int*, char***) {
@@ -122,6 +154,7 @@ std::vector<std::string> mpi_run_points(const std::vector<size_t>& points, const
   }
   return out;
 }
+void mpi_broadcast(std::vector<std::string>&) {}
 
 #endif
 

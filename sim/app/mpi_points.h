@@ -36,4 +36,7 @@ int mpi_rank();
 std::vector<std::string> mpi_run_points(const std::vector<size_t>& points, const std::function<std::string(size_t)>& run,
                                         const std::function<void(size_t)>& done);
 
+// Rank 0's `texts` on every rank (a campaign's trials: every rank summarises the same results).
+void mpi_broadcast(std::vector<std::string>& texts);
+
 }  // namespace app

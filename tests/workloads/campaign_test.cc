@@ -760,3 +760,31 @@ TEST(CampaignSpeed, DISABLED_Llama3At131kGpus) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+// What an MPI rank sends back for a trial must decode to the very same doubles (hexadecimal
+// floating point loses nothing), or the summary on many ranks would differ from one process's.
+TEST(CampaignTrialText, RoundTripIsExact) {
+  TrialResult r;
+  r.wall_s = 1.0 / 3.0;
+  r.productive_s = 4665600.000000001;
+  r.useful_tokens = 1e300;
+  r.steps = 0.1;
+  r.interruptions = 3348;
+  r.unexpected = -1;
+  for (size_t i = 0; i < r.by_category.size(); ++i) r.by_category[i] = static_cast<int64_t>(i * 7);
+  r.detection_s = 5e-324;  // the smallest subnormal
+  r.restart_s = 2.5;
+  r.recompute_s = 1e-9;
+  r.checkpoint_s = 123456.789;
+  r.waiting_s = 0;
+  r.degraded_loss_s = 7.0 / 9.0;
+  r.degraded_wall_s = 1e15;
+  r.island_wait_s = 3.14159;
+  r.outer_sync_s = 2.0 / 7.0;
+  r.dropped_rounds = 42;
+  EXPECT_EQ(decode_trial(encode_trial(r)), r);
+}
+}  // namespace
+}  // namespace wl

@@ -8,6 +8,9 @@
 // stall, ...) evaluated in closed form by Lane::advance, so a trial costs O(events).
 #include "workloads/campaign/campaign.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -1141,8 +1144,61 @@ double daly_interval(double delta_s, double mtbf_s) {
   return std::sqrt(2.0 * delta_s * mtbf_s) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - delta_s;
 }
 
+std::string encode_trial(const TrialResult& r) {
+  std::string out;
+  char buf[64];
+  auto num = [&](double x) {
+    std::snprintf(buf, sizeof buf, "%a ", x);
+    out += buf;
+  };
+  auto integer = [&](int64_t x) { out += std::to_string(x) + " "; };
+  num(r.wall_s);
+  num(r.productive_s);
+  num(r.useful_tokens);
+  num(r.steps);
+  integer(r.interruptions);
+  integer(r.unexpected);
+  for (int64_t c : r.by_category) integer(c);
+  for (double x : {r.detection_s, r.restart_s, r.recompute_s, r.checkpoint_s, r.waiting_s, r.degraded_loss_s,
+                   r.degraded_wall_s, r.island_wait_s, r.outer_sync_s})
+    num(x);
+  integer(r.dropped_rounds);
+  return out;
+}
+
+TrialResult decode_trial(const std::string& text) {
+  TrialResult r;
+  const char* p = text.c_str();
+  char* end = nullptr;
+  auto num = [&]() {
+    const double x = std::strtod(p, &end);
+    SIM_ASSERT(end != p, "decode_trial: malformed trial text");
+    p = end;
+    return x;
+  };
+  auto integer = [&]() {
+    const long long x = std::strtoll(p, &end, 10);
+    SIM_ASSERT(end != p, "decode_trial: malformed trial text");
+    p = end;
+    return static_cast<int64_t>(x);
+  };
+  r.wall_s = num();
+  r.productive_s = num();
+  r.useful_tokens = num();
+  r.steps = num();
+  r.interruptions = integer();
+  r.unexpected = integer();
+  for (int64_t& c : r.by_category) c = integer();
+  for (double* x : {&r.detection_s, &r.restart_s, &r.recompute_s, &r.checkpoint_s, &r.waiting_s, &r.degraded_loss_s,
+                    &r.degraded_wall_s, &r.island_wait_s, &r.outer_sync_s})
+    *x = num();
+  r.dropped_rounds = integer();
+  return r;
+}
+
 CampaignSummary run_campaign(const CampaignSpec& spec, StepCostSource& source, int64_t trials, uint64_t seed,
-                             int threads, const std::function<void(int64_t)>& progress) {
+                             int threads, const std::function<void(int64_t)>& progress,
+                             const TrialDistributor& distribute) {
   if (trials < 1) throw sim::ConfigError("campaign: trials must be >= 1");
   const int64_t max_down = spec.policy == CampaignPolicy::kElastic ? std::max<int64_t>(0, spec.job.dp_replicas) : 0;
   CostCache costs(source, max_down);
@@ -1152,17 +1208,28 @@ CampaignSummary run_campaign(const CampaignSpec& spec, StepCostSource& source, i
   sum.trials = trials;
   sum.seed = seed;
   sum.per_trial.resize(static_cast<size_t>(trials));
-  std::atomic<int64_t> done{0};
-  std::mutex progress_mutex;
-  sim::parallel_for(static_cast<size_t>(trials), threads, [&](size_t t) {
+  auto trial = [&](size_t t) {
     const uint64_t ts = trial_seed(seed, t);
-    sum.per_trial[t] = plan.islands ? run_islands_trial(plan, ts) : run_single_trial(plan, ts);
-    const int64_t d = done.fetch_add(1) + 1;
-    if (progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      progress(d);
-    }
-  });
+    return plan.islands ? run_islands_trial(plan, ts) : run_single_trial(plan, ts);
+  };
+  if (distribute) {
+    const std::vector<std::string> texts =
+        distribute(static_cast<size_t>(trials), [&](size_t t) { return encode_trial(trial(t)); });
+    SIM_ASSERT(texts.size() == static_cast<size_t>(trials), "a trial distributor returned another number of results");
+    for (size_t t = 0; t < texts.size(); ++t) sum.per_trial[t] = decode_trial(texts[t]);
+    if (progress) progress(trials);
+  } else {
+    std::atomic<int64_t> done{0};
+    std::mutex progress_mutex;
+    sim::parallel_for(static_cast<size_t>(trials), threads, [&](size_t t) {
+      sum.per_trial[t] = trial(t);
+      const int64_t d = done.fetch_add(1) + 1;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(d);
+      }
+    });
+  }
 
   sum.step_s = plan.full.seconds;
   sum.tokens_per_step = plan.full.tokens;
@@ -1222,7 +1289,8 @@ std::vector<double> sweep_intervals(const CampaignSpec& spec, StepCostSource& so
 
 IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource& source,
                                         const std::vector<double>& intervals_s, int64_t trials, uint64_t seed,
-                                        int threads, const std::function<void(int64_t)>& progress) {
+                                        int threads, const std::function<void(int64_t)>& progress,
+                                        const TrialDistributor& distribute) {
   if (intervals_s.empty()) throw sim::ConfigError("campaign: the checkpoint sweep needs at least one interval");
   IntervalSweep sw;
   sw.fixed_work = spec.work_steps > 0;
@@ -1236,7 +1304,7 @@ IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource
     if (progress) p = [&, base](int64_t d) { progress(base + d); };
     SweepPoint pt;
     pt.interval_s = interval;
-    pt.summary = run_campaign(s, source, trials, seed, threads, p);
+    pt.summary = run_campaign(s, source, trials, seed, threads, p, distribute);
     sw.points.push_back(std::move(pt));
     base += trials;
   }

@@ -241,8 +241,18 @@ double young_interval(double delta_s, double mtbf_s);
 // delta < 2M, else M.
 double daly_interval(double delta_s, double mtbf_s);
 
+// Spreads n trials over processes (`mpirun`): every trial's result text on every process, in order.
+using TrialDistributor =
+    std::function<std::vector<std::string>(size_t n, const std::function<std::string(size_t)>& trial)>;
+// A trial's result as text and back, exactly (hexadecimal floating point): what a distributor carries.
+std::string encode_trial(const TrialResult& r);
+TrialResult decode_trial(const std::string& text);
+
+// With `distribute`, the trials run where it sends them (the results are the same: a trial is a
+// function of its seed); otherwise on `threads` threads.
 CampaignSummary run_campaign(const CampaignSpec& spec, StepCostSource& source, int64_t trials, uint64_t seed,
-                             int threads, const std::function<void(int64_t trials_done)>& progress = {});
+                             int threads, const std::function<void(int64_t trials_done)>& progress = {},
+                             const TrialDistributor& distribute = {});
 
 // Checkpoint-interval sweep.
 struct SweepPoint {
@@ -269,7 +279,8 @@ std::vector<double> sweep_intervals(const CampaignSpec& spec, StepCostSource& so
 // least 1) with the same trial seeds. `progress` gets the trials done over all points.
 IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource& source,
                                         const std::vector<double>& intervals_s, int64_t trials, uint64_t seed,
-                                        int threads, const std::function<void(int64_t trials_done)>& progress = {});
+                                        int threads, const std::function<void(int64_t trials_done)>& progress = {},
+                                        const TrialDistributor& distribute = {});
 
 // Human report.
 std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummary& summary);

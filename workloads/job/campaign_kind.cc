@@ -238,10 +238,11 @@ class CampaignJob : public Job {
       progress = [this, total](int64_t done) { ctx_.progress(done, total); };
       sweep_progress = [this, total, trials](int64_t done) { ctx_.progress(trials + done, total); };
     }
-    CampaignSummary summary = run_campaign(spec_, *costs_, trials, seed, ctx_.threads, progress);
+    CampaignSummary summary = run_campaign(spec_, *costs_, trials, seed, ctx_.threads, progress, ctx_.distribute);
     std::optional<IntervalSweep> sweep;
     if (!intervals.empty())
-      sweep = sweep_checkpoint_interval(spec_, *costs_, intervals, trials, seed, ctx_.threads, sweep_progress);
+      sweep = sweep_checkpoint_interval(spec_, *costs_, intervals, trials, seed, ctx_.threads, sweep_progress,
+                                        ctx_.distribute);
     std::string note;
     appendf(note, "step simulations: %lld run (%.2f s of wall time), %lld read from the step cache%s%s",
             static_cast<long long>(costs_->simulated()), costs_->simulation_s(),

@@ -51,6 +51,10 @@ struct JobContext {
   int threads = 1;
   int64_t trials = 0;
   std::function<void(int64_t done, int64_t total)> progress;
+  // Spreads n independent tasks over processes (a campaign's trials under `mpirun`): every process
+  // gets every task's result text, in task order. Empty: the kind runs its tasks on `threads`
+  // threads itself.
+  std::function<std::vector<std::string>(size_t n, const std::function<std::string(size_t)>& task)> distribute;
   // Called by kinds that build a program (training) once it is built, before it runs: an exporter
   // (`run --chakra`). Kinds that build none leave it uncalled.
   std::function<void(const JobProgram& program, const KernelCoster& coster)> export_program;
