@@ -821,11 +821,13 @@ TEST_F(CliFailures, NodeDeathInsideALlama3StepIsAbortedOneWatchdogTimeoutAfterTh
     if (e["pid"] == fired_pid && e["name"] == fired && std::abs(e["ts"].get<double>() - oldest) < 1e-3) found = true;
   EXPECT_TRUE(found) << "the op the watchdog names (" << fired << " on rank " << fired_pid << ") is the oldest hung";
   // Until a rank blocks on the dead node it runs as in the healthy step: the op was issued at the
-  // same time there (where it then completed).
+  // same time there (where it then completed; a recv that waited for its sender shows the wait as
+  // a "wait" span from its issue, then its own span from the send's start).
   json h = read_json("h.json");
   bool same_issue = false;
   for (const auto& e : h["traceEvents"])
-    if (e["ph"] == "X" && e["pid"] == fired_pid && e["name"] == fired && std::abs(e["ts"].get<double>() - oldest) < 1e-3)
+    if (e["ph"] == "X" && e["pid"] == fired_pid && (e["name"] == fired || e["name"] == "wait") &&
+        std::abs(e["ts"].get<double>() - oldest) < 1e-3)
       same_issue = true;
   EXPECT_TRUE(same_issue) << fired << " on rank " << fired_pid << " is issued at " << oldest << " us in the healthy step";
   // No rank of the dead node has a span after its death.
@@ -1304,6 +1306,57 @@ TEST_F(CliTrace, DefaultTrainingTraceHasOneRankPerStageAndArrowsBetweenThem) {
   // 32 micro-batches x 3 stage boundaries x 2 directions (activations forward, gradients back).
   EXPECT_EQ(flows, 2u * 32 * 3 * 2);
   for (const auto& [id, v] : ends) EXPECT_EQ(v, 11) << "flow " << id << " lacks an end";
+}
+
+TEST_F(CliTrace, SlicesHaveCategoriesShortNamesAndWaitingApartFromTransfer) {
+  ASSERT_EQ(run({"run", "--trace", "t.json", "-q"}).status, 0);
+  const json t = read_json("t.json");
+  const json& ev = t.is_object() ? t["traceEvents"] : t;
+  std::set<std::string> names, cats;
+  size_t slices = 0;
+  // Per (pid, tid): slices by start time, and where each flow (a message) starts.
+  std::map<std::pair<int, int>, std::map<double, json>> by_track;
+  std::map<uint64_t, double> flow_start;
+  for (const auto& e : ev) {
+    if (e["ph"] == "s") flow_start[e["id"].get<uint64_t>()] = e["ts"].get<double>();
+    if (e["ph"] != "X") continue;
+    ++slices;
+    ASSERT_TRUE(e.contains("cat")) << e.dump();
+    names.insert(e["name"].get<std::string>());
+    cats.insert(e["cat"].get<std::string>());
+    by_track[{e["pid"].get<int>(), e["tid"].get<int>()}][e["ts"].get<double>()] = e;
+  }
+  // Names repeat: the default step's 4 traced ranks run 23,000 slices of a few dozen kinds (the
+  // layer and micro-batch are in args), not a name per slice.
+  EXPECT_GT(slices, 20000u);
+  EXPECT_LT(names.size(), 100u);
+  EXPECT_EQ(cats, (std::set<std::string>{"compute", "tp", "pp", "dp", "optimizer", "wait"}));
+  // A recv that waited: a "wait" slice from its issue ends exactly where the recv's own slice
+  // starts, and that is when the sender started sending (the flow's start).
+  size_t waits = 0;
+  for (const auto& [track, m] : by_track)
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (it->second["name"] != "wait") continue;
+      ++waits;
+      auto next = std::next(it);
+      ASSERT_NE(next, m.end());
+      const double end = it->first + it->second["dur"].get<double>();
+      EXPECT_NEAR(next->first, end, 1e-3) << it->second.dump();
+      EXPECT_EQ(next->second["args"]["micro_batch"], it->second["args"]["micro_batch"]);
+    }
+  EXPECT_GT(waits, 100u);
+  // Every flow ends (f) inside the recv's transfer slice, which starts at the flow's start.
+  size_t checked = 0;
+  for (const auto& e : ev) {
+    if (e["ph"] != "f") continue;
+    const double start = flow_start.at(e["id"].get<uint64_t>());
+    const auto& m = by_track[{e["pid"].get<int>(), e["tid"].get<int>()}];
+    auto it = m.find(start);
+    if (it == m.end()) continue;  // the recv was issued after the message arrived: no wait
+    EXPECT_EQ(it->second["cat"], "pp") << it->second.dump();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
 }
 
 }  // namespace

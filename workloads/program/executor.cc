@@ -315,6 +315,9 @@ void ProgramExecutor::start() {
     key_layer_ = bus.names().intern("layer");
     key_bytes_ = bus.names().intern("bytes");
     key_ext_ = bus.names().intern("external_id");
+    wait_name_ = bus.names().intern("wait");
+    cat_names_.clear();
+    for (const std::string& c : job_.categories) cat_names_.push_back(bus.names().intern(c));
     bus_names_.resize(job_.templates.size());
     for (size_t t = 0; t < job_.templates.size(); ++t) {
       const Program& p = job_.templates[t];
@@ -652,7 +655,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   if (++g.arrived < gather_need_[op.comm]) return;
   // The last member arrived: start the collective.
   const uint32_t f = take_slot(coll_flights_, free_coll_flights_);
-  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr};
+  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr, sim_.now()};
   const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
   if (v) {
     // All-to-all-v: a plan of its own from every member's per-peer sizes.
@@ -797,7 +800,10 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
   }
   if (st.busy && p.stream_ops(op.stream)[st.next] == op_index) {
     ranks_[dst].last_recv_send_start = send_start;
+    const sim::Time outer_moving = moving_since_;
+    moving_since_ = send_start;
     complete(dst, op.stream);
+    moving_since_ = outer_moving;
   }
 }
 
@@ -807,7 +813,16 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   const uint32_t idx = p.stream_ops(s)[st.next];
   const Op& op = p.op(idx);
   sim::Time now = sim_.now();
-  if (traced_[rank]) emit_span(rank, op, st.started, now);
+  if (traced_[rank]) {
+    // A collective or recv that waited for its peers: the wait, then the transfer.
+    const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kRecv;
+    if (comm && moving_since_ > st.started && moving_since_ < now) {
+      emit_wait(rank, op, st.started, moving_since_);
+      emit_span(rank, op, moving_since_, now);
+    } else {
+      emit_span(rank, op, st.started, now);
+    }
+  }
   if (!op_times_.empty()) op_times_[rank][idx] = OpTimes{st.started, now};
   st.busy = 0;
   ++st.next;
@@ -903,12 +918,15 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   std::vector<uint32_t>& members = member_buffers_[completion_depth_];
   members_of(cf.comm, cf.any_member, members);
   ++completion_depth_;
+  const sim::Time outer_moving = moving_since_;
   for (size_t i = 0; i < members.size(); ++i) {
+    moving_since_ = cf.started;
     const uint32_t m = members[i];
     if ((opt_symmetric_ && !simulated_[m]) || ranks_[m].dead) continue;
     const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
     if (s != kNoStream) complete(m, s);
   }
+  moving_since_ = outer_moving;
   --completion_depth_;
 }
 
@@ -1050,6 +1068,8 @@ size_t ProgramExecutor::pending_count() const { return ranks_to_run_ - ranks_don
 
 std::string ProgramExecutor::describe_op(uint32_t rank, const Op& op) const {
   std::string s = "'" + program_of(rank).name(op.name) + "' (" + std::string(op_kind_name(op.kind));
+  if (op.layer >= 0) s += ", layer " + std::to_string(op.layer);
+  if (op.micro_batch >= 0) s += ", micro-batch " + std::to_string(op.micro_batch);
   if (op.kind == OpKind::kCollective)
     s += " " + std::string(op_name(op.coll)) + " of " + std::to_string(static_cast<int64_t>(op.bytes)) + " bytes";
   return s + ")";
@@ -1383,11 +1403,28 @@ void ProgramExecutor::emit_span(uint32_t rank, const Op& op, sim::Time start, si
   r.name = bus_names_[job_.template_of_rank[rank]][op.name];
   r.start = start;
   r.end = end;
+  if (op.category < cat_names_.size()) r.category = cat_names_[op.category];
   size_t a = 0;
   if (op.micro_batch >= 0) r.args[a++] = {key_mb_, static_cast<double>(op.micro_batch)};
   if (op.layer >= 0) r.args[a++] = {key_layer_, static_cast<double>(op.layer)};
   if (op.bytes > 0 && op.kind != OpKind::kMemory) r.args[a++] = {key_bytes_, op.bytes};
   if (op.external_id != 0) r.args[a++] = {key_ext_, static_cast<double>(op.external_id)};
+  bus.span(r);
+}
+
+void ProgramExecutor::emit_wait(uint32_t rank, const Op& op, sim::Time start, sim::Time end) {
+  auto& bus = sim_.observers();
+  if (!bus.active()) return;
+  sim::SpanRecord r;
+  r.process = rank;
+  r.thread = op.stream;
+  r.name = wait_name_;
+  r.category = wait_name_;
+  r.start = start;
+  r.end = end;
+  size_t a = 0;
+  if (op.micro_batch >= 0) r.args[a++] = {key_mb_, static_cast<double>(op.micro_batch)};
+  if (op.layer >= 0) r.args[a++] = {key_layer_, static_cast<double>(op.layer)};
   bus.span(r);
 }
 

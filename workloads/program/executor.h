@@ -205,6 +205,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint16_t stream = 0;
     bool mixed = false;
     std::unique_ptr<CollectivePlan> own_plan;  // all-to-all-v: its plan, alive until it is done
+    sim::Time started;  // the last member arrived: the collective began moving bytes
   };
   struct SendFlight {
     uint32_t src = 0, dst = 0, tag = 0;
@@ -257,6 +258,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void mark_simulated();   // symmetric mode: simulated_, ranks_to_run_, state_ranks_
   void setup_symmetric();  // symmetric mode: the communicators' gathers and copies
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
+  void emit_wait(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   std::string describe_op(uint32_t rank, const Op& op) const;
   // Watchdog: the live rank's communication op issued earliest and not done (false if none).
   bool oldest_comm_op(uint32_t& rank, uint16_t& stream) const;
@@ -357,6 +359,12 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint64_t> flow_of_slot_;  // per receive slot: its arrow, until the recv runs (traced jobs only)
   std::vector<std::vector<uint32_t>> bus_names_;  // per template: program name id -> bus name id
   uint32_t key_mb_ = sim::kNoName, key_layer_ = sim::kNoName, key_bytes_ = sim::kNoName, key_ext_ = sim::kNoName;
+  std::vector<uint32_t> cat_names_;        // per breakdown category: its bus name (the spans' `cat`)
+  uint32_t wait_name_ = sim::kNoName;      // "wait": a communication op waiting for its peers
+  // While completing a collective's members or a message's recv: when its bytes began to move
+  // (the last member arrived; the sender started). The op's span starts there, and a "wait" span
+  // covers the time before it.
+  sim::Time moving_since_ = sim::Time::infinite();
 };
 
 // A JobProgram run alone on a cluster (a replayed or imported trace): resources on `sim`, a

@@ -95,8 +95,7 @@ class Fsdp : public DataParallelPolicy {
     int64_t l = shape_.first_layer[static_cast<size_t>(g)] +
                 (fwd ? pos : shape_.chunk_layers[static_cast<size_t>(g)] - 1 - pos);
     e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(split_.layer),
-                                  std::string("all-gather params ") + (fwd ? "fwd" : "bwd") +
-                                      StageEmitter::layer_suffix(l),
+                                  std::string("all-gather params ") + (fwd ? "fwd" : "bwd"),
                                   mb, static_cast<int32_t>(l), deps));
   }
   // The embedding or the head: gathered before use, gradient reduce-scattered after.
@@ -121,12 +120,12 @@ class Fsdp : public DataParallelPolicy {
     if (!e_.has(Dim::kDp) && !e_.has(Dim::kDpOuter)) return;
     std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
     uint32_t rs = e_.has(Dim::kDp) ? e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
-                                                       "reduce-scatter grads" + StageEmitter::layer_suffix(layer), mb,
+                                                       "reduce-scatter grads", mb,
                                                        static_cast<int32_t>(layer), deps)
                                    : static_cast<uint32_t>(e_.last_compute());
     if (grads_final && e_.has(Dim::kDpOuter))
       e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.grad_group()),
-                        "all-reduce grad shard" + StageEmitter::layer_suffix(layer), mb, static_cast<int32_t>(layer),
+                        "all-reduce grad shard", mb, static_cast<int32_t>(layer),
                         {rs});
   }
   double optimizer_share(double params) const override { return params / static_cast<double>(job_.grad_group()); }

@@ -79,7 +79,7 @@ void StageEmitter::recv(int8_t peer, uint32_t message, int32_t mb, const std::st
   op.peer_axis = static_cast<uint8_t>(Dim::kPp);
   op.peer = peer;
   op.tag = message_tag(message, peer < 0);
-  op.name = p_.intern(what + mb_suffix(mb));
+  op.name = p_.intern(what);
   op.micro_batch = mb;
   frontier_.push_back(p_.add(op));
 }
@@ -93,7 +93,7 @@ void StageEmitter::send(int8_t peer, uint32_t message, double bytes, const std::
   op.peer = peer;
   op.tag = message_tag(message, peer > 0);
   op.bytes = bytes;
-  op.name = p_.intern(what + mb_suffix(mb));
+  op.name = p_.intern(what);
   op.micro_batch = mb;
   std::vector<uint32_t> deps = frontier_;
   if (last_compute_ >= 0) deps.push_back(static_cast<uint32_t>(last_compute_));

@@ -70,8 +70,6 @@ class StageEmitter {
   void recv(int8_t peer, uint32_t message, int32_t mb, const std::string& what);
   void send(int8_t peer, uint32_t message, double bytes, const std::string& what, int32_t mb);
 
-  static std::string layer_suffix(int64_t l) { return " L" + std::to_string(l); }
-  static std::string mb_suffix(int32_t mb) { return mb >= 0 ? " mb" + std::to_string(mb) : ""; }
 
  private:
   const TrainingJob& job_;

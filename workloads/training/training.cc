@@ -354,7 +354,7 @@ class StageBuilder {
   // Overlapped TP collectives (Piece::overlap): an all-gather starts where it would, but the GEMM
   // after it does not wait for it, the op after that GEMM does; a reduce-scatter starts with the
   // GEMM that produces it (after the compute before that GEMM) and the next op waits for both.
-  int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat, const std::string& suffix) {
+  int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat) {
     int64_t first = -1;
     int64_t before_last = -1;  // the compute op before the last one emitted here
     int64_t held = -1;         // an all-gather the op after the next compute waits for
@@ -365,7 +365,7 @@ class StageBuilder {
         const int64_t after = pc.overlap == Overlap::kWithPrev ? before_last : e_.last_compute();
         if (after >= 0) deps.push_back(static_cast<uint32_t>(after));
         uint32_t c = e_.add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes,
-                                       pc.name + suffix + StageEmitter::mb_suffix(mb), mb, layer, deps);
+                                       pc.name, mb, layer, deps);
         e_.frontier().clear();
         if (pc.overlap == Overlap::kWithNext) {
           held = c;
@@ -376,7 +376,7 @@ class StageBuilder {
         }
       } else {
         before_last = e_.last_compute();
-        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name + suffix + StageEmitter::mb_suffix(mb), cat, mb, layer);
+        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name, cat, mb, layer);
         if (first < 0) first = c;
         if (held >= 0) {
           e_.wait_for(static_cast<uint32_t>(held));
@@ -388,7 +388,6 @@ class StageBuilder {
     return first;
   }
 
-  static std::string layer_suffix(int64_t l) { return StageEmitter::layer_suffix(l); }
   int64_t first_layer(int32_t g) const { return shape_.first_layer[static_cast<size_t>(g)]; }
   int64_t chunk_layers(int32_t g) const { return shape_.chunk_layers[static_cast<size_t>(g)]; }
 
@@ -397,18 +396,18 @@ class StageBuilder {
     if (g > 0) e_.recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
     if (g == 0) {
       dp_->before_whole(split_.embed, "embedding", mb);
-      emit(embed_.fwd, mb, -1, TrainingCategory::kCompute, "");
+      emit(embed_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     for (int64_t i = 0; i < n; ++i) {
       int64_t l = l0 + i;
       dp_->before_layer(mb, chunk, i, layer_first, Pass::kForward);
-      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
+      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
     }
     if (g == last_global()) {
       dp_->before_whole(split_.head, "head", mb);
-      emit(head_.fwd, mb, -1, TrainingCategory::kCompute, "");
+      emit(head_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     if (g < last_global())
       e_.send(+1, static_cast<uint32_t>(((g + 1) / params_.stages) * params_.micro_batches + mb), pp_bytes_,
@@ -422,7 +421,7 @@ class StageBuilder {
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
     if (g == last_global()) {
       dp_->before_whole(split_.head, "head", mb);
-      emit(hb, mb, -1, TrainingCategory::kCompute, "");
+      emit(hb, mb, -1, TrainingCategory::kCompute);
       if (!input_only) dp_->after_whole_grad(split_.head, "head", mb, grads_final);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
@@ -433,15 +432,15 @@ class StageBuilder {
       dp_->before_layer(mb, chunk, n - 1 - i, layer_first, Pass::kBackward);
       if (job_.recompute == Recompute::kFull)
         layer_first[n - 1 - i] =
-            emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
+            emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
       int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l),
-                       TrainingCategory::kCompute, layer_suffix(l));
+                       TrainingCategory::kCompute);
       if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
       if (!input_only) dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
       dp_->before_whole(split_.embed, "embedding", mb);
-      emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute, "");
+      emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute);
       if (!input_only) dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
     }
     if (!input_only) dp_->flush(mb, grads_final, bucket, g);
@@ -454,18 +453,18 @@ class StageBuilder {
     int32_t g = global(chunk);
     bool grads_final = mb == last_grad_mb_[chunk];
     if (g == last_global()) {
-      emit(head_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
+      emit(head_.bwd_weight, mb, -1, TrainingCategory::kCompute);
       dp_->after_whole_grad(split_.head, "head", mb, grads_final);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
-      emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), TrainingCategory::kCompute, layer_suffix(l));
+      emit(layer_.bwd_weight, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
       dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
-      emit(embed_.bwd_weight, mb, -1, TrainingCategory::kCompute, "");
+      emit(embed_.bwd_weight, mb, -1, TrainingCategory::kCompute);
       dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
     }
     dp_->flush(mb, grads_final, bucket, g);
