@@ -1308,6 +1308,37 @@ TEST_F(CliTrace, DefaultTrainingTraceHasOneRankPerStageAndArrowsBetweenThem) {
   for (const auto& [id, v] : ends) EXPECT_EQ(v, 11) << "flow " << id << " lacks an end";
 }
 
+TEST_F(CliTrace, CollectiveMembersAreLinkedByArrows) {
+  // Tracing the 8 ranks of one TP group: every TP collective links the member that arrived last
+  // to the 7 others, and both ends of every arrow lie inside a slice of their own track.
+  ASSERT_EQ(run({"run", "--trace", "t.json", "--trace-ranks", "0,1,2,3,4,5,6,7", "-q"}).status, 0);
+  const json t = read_json("t.json");
+  const json& ev = t.is_object() ? t["traceEvents"] : t;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
+  size_t tp_collectives = 0;
+  for (const auto& e : ev)
+    if (e["ph"] == "X") {
+      const double ts = e["ts"].get<double>();
+      slices[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({ts, ts + e["dur"].get<double>()});
+      if (e["pid"] == 0 && e["cat"] == "tp") ++tp_collectives;
+    }
+  std::map<uint64_t, std::pair<int, int>> ends;  // id -> (starts, finishes)
+  for (const auto& e : ev) {
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    auto& c = ends[e["id"].get<uint64_t>()];
+    (e["ph"] == "s" ? c.first : c.second) += 1;
+    const double ts = e["ts"].get<double>();
+    bool inside = false;
+    for (const auto& [a, b] : slices[{e["pid"].get<int>(), e["tid"].get<int>()}]) inside |= a <= ts && ts <= b;
+    EXPECT_TRUE(inside) << e.dump();
+  }
+  for (const auto& [id, c] : ends) EXPECT_EQ(c, std::make_pair(1, 1)) << "flow " << id;
+  // 7 arrows per TP collective (rank 0 is in every one of the group's), no pipeline arrows (the
+  // other stages are not traced).
+  EXPECT_GT(tp_collectives, 1000u);
+  EXPECT_EQ(ends.size(), 7 * tp_collectives);
+}
+
 TEST_F(CliTrace, SlicesHaveCategoriesShortNamesAndWaitingApartFromTransfer) {
   ASSERT_EQ(run({"run", "--trace", "t.json", "-q"}).status, 0);
   const json t = read_json("t.json");

@@ -688,6 +688,7 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
     plan->phases.push_back(std::move(ph));
     coll_flights_[f].own_plan = std::move(plan);
   }
+  if (sim_.observers().active()) link_members(op, rank, g.stream, g.mixed, g.seq);
   g.arrived = 0;
   g.seq = (g.seq + 1) & 0x7FFFFFFFu;
   if (op.seconds > 0) {
@@ -1195,6 +1196,32 @@ const CollectivePlan& ProgramExecutor::send_plan(double bytes) {
   t.latency_steps = 1;
   plan->phases.push_back(Phase{{t}});
   return *(send_plans_[bytes] = std::move(plan));
+}
+
+// The trace arrows of a collective that starts now: from the member that arrived last (its span)
+// to every other traced member's transfer span, 1 ns into both (where the arrows bind).
+void ProgramExecutor::link_members(const Op& op, uint32_t last, uint16_t stream, bool mixed, uint32_t seq) {
+  if (last >= state_ranks_ || !traced_[last]) return;
+  members_of(op.comm, last, scratch_members_);
+  auto& bus = sim_.observers();
+  const sim::Time at = sim_.now() + sim::Time::ns(1);
+  for (uint32_t m : scratch_members_) {
+    if (m == last || m >= state_ranks_ || !traced_[m]) continue;
+    const uint16_t ms = mixed ? waiting_stream(m, op.comm, seq) : stream;
+    if (ms == kNoStream) continue;
+    sim::FlowRecord fr;
+    fr.id = ++flows_;
+    fr.process = last;
+    fr.thread = stream;
+    fr.name = bus_names_[job_.template_of_rank[last]][op.name];
+    fr.time = at;
+    fr.start = true;
+    bus.flow(fr);
+    fr.process = m;
+    fr.thread = ms;
+    fr.start = false;
+    bus.flow(fr);
+  }
 }
 
 void ProgramExecutor::end_flow(uint32_t rank, uint16_t stream, uint64_t flow, bool inside_span) {

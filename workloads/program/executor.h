@@ -259,6 +259,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void setup_symmetric();  // symmetric mode: the communicators' gathers and copies
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   void emit_wait(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
+  void link_members(const Op& op, uint32_t last, uint16_t stream, bool mixed, uint32_t seq);
   std::string describe_op(uint32_t rank, const Op& op) const;
   // Watchdog: the live rank's communication op issued earliest and not done (false if none).
   bool oldest_comm_op(uint32_t& rank, uint16_t& stream) const;
