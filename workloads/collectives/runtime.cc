@@ -123,26 +123,11 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
       for (uint32_t l : route_.links) {
         if (channels < 1.0) slowest = std::min(slowest, res_.link_capacity(l));
         if (in.copies && mirror_private(l, *in.copies)) continue;  // see ReplicaCopies
-        if (link_stamp_[l] != stamp_) {
-          link_stamp_[l] = stamp_;
-          link_slot_[l] = static_cast<uint32_t>(run.uses.size());
-          run.uses.push_back(sim::Use{res_.link(l), 1.0});
-        } else {
-          run.uses[link_slot_[l]].weight += 1.0;
-        }
+        add_use(run.uses, l, 1.0);
       }
     }
-    if (copy_uses) {
-      for (auto [l, w] : *copy_uses) {
-        if (link_stamp_[l] != stamp_) {
-          link_stamp_[l] = stamp_;
-          link_slot_[l] = static_cast<uint32_t>(run.uses.size());
-          run.uses.push_back(sim::Use{res_.link(l), w});
-        } else {
-          run.uses[link_slot_[l]].weight += w;
-        }
-      }
-    }
+    if (copy_uses)
+      for (auto [l, w] : *copy_uses) add_use(run.uses, l, w);
     if (channels < 1.0 && !tr.in_switch && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
       run.max_rate = std::min(run.max_rate, channels * slowest);
     // A ring's chunks cross its hops in turn, so its steps pay the hops' mean route latency; a
@@ -154,6 +139,15 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
   }
+}
+
+void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
+  if (link_stamp_[l] != stamp_) {
+    link_stamp_[l] = stamp_;
+    link_slot_[l] = static_cast<uint32_t>(uses.size());
+    uses.push_back(sim::Use{res_.link(l), 0.0});
+  }
+  uses[link_slot_[l]].weight += weight;
 }
 
 bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) const {
@@ -199,10 +193,9 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instanc
         if (link_stamp_[l] != stamp_) {
           link_stamp_[l] = stamp_;
           link_slot_[l] = static_cast<uint32_t>(out.size());
-          out.emplace_back(l, 1.0);
-        } else {
-          out[link_slot_[l]].second += 1.0;
+          out.emplace_back(l, 0.0);
         }
+        out[link_slot_[l]].second += 1.0;
       }
     }
   }

@@ -131,6 +131,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   using CopyUses = std::vector<std::pair<uint32_t, double>>;
   const CopyUses& copy_uses_of(const Instance& in, size_t channel, const Transfer& tr);
   bool intra_node_aligned(const Instance& in) const;
+  // Adds `weight` to link l's use in `uses` (a new entry the first time l is seen since ++stamp_).
+  void add_use(std::vector<sim::Use>& uses, uint32_t l, double weight);
   // A GPU's NIC or scale-up link, of a GPU no simulated rank runs on (see ReplicaCopies).
   bool mirror_private(uint32_t link, const ReplicaCopies& copies) const;
   void finish_transfer(uint32_t transfer);

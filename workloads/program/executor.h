@@ -127,9 +127,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   // The rank whose run stands for `rank`: itself, or in symmetric mode the rank of replica 0 with
   // the same other coordinates.
   uint32_t representative(uint32_t rank) const {
-    if (!opt_symmetric_) return rank;
-    return rank - job_.layout.coord(rank, Dim::kDp) * job_.layout.stride(Dim::kDp) -
-           job_.layout.coord(rank, Dim::kDpOuter) * job_.layout.stride(Dim::kDpOuter);
+    return opt_symmetric_ ? job_.layout.in_replica0(rank) : rank;
   }
   uint32_t ranks_simulated() const { return ranks_to_run_; }
   const std::string& error() const { return error_; }

@@ -44,6 +44,11 @@ class Layout {
     return static_cast<uint32_t>((rank / strides_[i]) % static_cast<uint64_t>(sizes_[i]));
   }
   uint32_t stride(Dim d) const { return static_cast<uint32_t>(strides_[static_cast<size_t>(d)]); }
+  // The rank with the same coordinates as `rank` but dp = dp_outer = 0: its place in data-parallel
+  // replica 0 (symmetric mode's representative).
+  uint32_t in_replica0(uint32_t rank) const {
+    return rank - coord(rank, Dim::kDp) * stride(Dim::kDp) - coord(rank, Dim::kDpOuter) * stride(Dim::kDpOuter);
+  }
   // Dense id of rank's group along d.
   uint32_t group_id(uint32_t rank, Dim d) const;
   // Members of rank's group along d, by coordinate (out is cleared).

@@ -208,8 +208,7 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
               ++load[b].second;
             }
             for (uint32_t g : req.group) {
-              const uint32_t rep = g - lay.coord(g, Dim::kDp) * lay.stride(Dim::kDp) -
-                                   lay.coord(g, Dim::kDpOuter) * lay.stride(Dim::kDpOuter);
+              const uint32_t rep = lay.in_replica0(g);
               auto [it, first] = of_rep.emplace(rep, load[g]);
               if (!first && it->second != load[g])
                 return "the " + std::string(op_name(op.coll)) + " on communicator '" + cm.name + "' runs " +
@@ -224,8 +223,7 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
     }
   }
   for (uint32_t r = 0; r < lay.world(); ++r) {
-    const uint32_t rep = r - lay.coord(r, Dim::kDp) * lay.stride(Dim::kDp) -
-                         lay.coord(r, Dim::kDpOuter) * lay.stride(Dim::kDpOuter);
+    const uint32_t rep = lay.in_replica0(r);
     if (jp_.template_of_rank[r] != jp_.template_of_rank[rep])
       return "rank " + std::to_string(r) + " runs another program than rank " + std::to_string(rep) + " of replica 0";
   }
