@@ -2,11 +2,12 @@
 # Installs every Debian package clustersim needs to build and test. Idempotent; quiet when all
 # packages are present. Run as root (or with sudo available) on Debian 12.
 set -euo pipefail
+# spdlog brings its fmt (libfmt-dev) as a dependency; googletest without gmock (unused).
 packages=(
   build-essential cmake ninja-build pkg-config
-  libboost-graph-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libboost-graph-dev libspdlog-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libbenchmark-dev
   python3-matplotlib
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
