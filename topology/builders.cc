@@ -60,11 +60,12 @@ Topology build_cluster(const ClusterSpec& spec) {
     }
     TorusSpec t = spec.scale_out.torus;
     t.chips_per_host = spec.gpus_per_node;
-    uint64_t chips = 1;
+    uint64_t chips = t.pods;
     for (uint32_t d : t.dims) chips *= d;
     if (!t.dims.empty() && chips != total) {
-      throw sim::TopologyError("torus has " + std::to_string(chips) + " chips but nodes * gpus_per_node is " +
-                               std::to_string(total) + ": they must match");
+      throw sim::TopologyError("torus has " + std::to_string(chips) + " chips" +
+                               (t.pods > 1 ? " (" + std::to_string(t.pods) + " pods)" : std::string()) +
+                               " but nodes * gpus_per_node is " + std::to_string(total) + ": they must match");
     }
     return build_torus(t);
   }
@@ -250,21 +251,29 @@ Topology build_torus(const TorusSpec& spec) {
     }
     chips *= spec.dims[k];
   }
+  if (spec.pods == 0) throw sim::TopologyError("torus pods is 0: must be >= 1");
+  const uint64_t per_pod = chips;
+  chips *= spec.pods;
   if (chips > kMaxGpus) {
     throw sim::TopologyError("torus of " + std::to_string(chips) + " chips is larger than the supported " +
                              std::to_string(kMaxGpus));
   }
   if (spec.chips_per_host == 0) throw sim::TopologyError("torus chips_per_host is 0: must be >= 1");
-  if (chips % spec.chips_per_host != 0) {
-    throw sim::TopologyError("torus of " + std::to_string(chips) + " chips is not a whole number of hosts of " +
+  if (per_pod % spec.chips_per_host != 0) {
+    throw sim::TopologyError("torus of " + std::to_string(per_pod) + " chips is not a whole number of hosts of " +
                              std::to_string(spec.chips_per_host) + " chips");
   }
   check_bandwidth(spec.link_bandwidth_Bps, "torus link_bandwidth");
   check_latency(spec.link_latency, "torus link_latency");
+  if (spec.pods > 1) {
+    check_bandwidth(spec.dcn_bandwidth_Bps, "torus dcn_bandwidth");
+    check_latency(spec.dcn_latency, "torus dcn_latency");
+  }
 
   Topology t;
   t.kind_ = TopologyKind::kTorus;
   t.num_gpus_ = static_cast<uint32_t>(chips);
+  t.torus_pods_ = spec.pods;
   t.gpus_per_node_ = spec.chips_per_host;
   t.torus_ndims_ = static_cast<uint32_t>(nd);
   uint32_t stride = 1;
@@ -284,10 +293,17 @@ Topology build_torus(const TorusSpec& spec) {
 
   for (uint32_t c = 0; c < t.num_gpus_; ++c) {
     std::string name = "chip" + std::to_string(c) + "(";
-    for (size_t k = 0; k < nd; ++k) name += (k ? "," : "") + std::to_string((c / t.torus_stride_[k]) % t.torus_dims_[k]);
+    for (size_t k = 0; k < nd; ++k) {
+      if (k) name += ',';
+      name += std::to_string((c / t.torus_stride_[k]) % t.torus_dims_[k]);
+    }
+    if (spec.pods > 1) {
+      name += " pod ";
+      name += std::to_string(c / per_pod);
+    }
     t.add_vertex(name + ")");
   }
-  t.links_.reserve(uint64_t{t.num_gpus_} * offset);
+  t.links_.reserve(uint64_t{t.num_gpus_} * (offset + (spec.pods > 1 ? 2 : 0)));
   for (uint32_t c = 0; c < t.num_gpus_; ++c) {
     for (size_t k = 0; k < nd; ++k) {
       const uint32_t n = t.torus_dims_[k];
@@ -302,6 +318,14 @@ Topology build_torus(const TorusSpec& spec) {
         t.add_link(c, base + ((x + n - 1) % n) * s, spec.link_bandwidth_Bps, spec.link_latency, LinkKind::kTorus,
                    static_cast<uint8_t>(k), false);
       }
+    }
+  }
+  if (spec.pods > 1) {
+    const uint32_t dcn = t.add_vertex("dcn");
+    t.dcn_link_base_ = static_cast<uint32_t>(t.links_.size());
+    for (uint32_t c = 0; c < t.num_gpus_; ++c) {
+      t.add_link(c, dcn, spec.dcn_bandwidth_Bps, spec.dcn_latency, LinkKind::kNic, 0, false);
+      t.add_link(dcn, c, spec.dcn_bandwidth_Bps, spec.dcn_latency, LinkKind::kNic, 0, false);
     }
   }
   return t;

@@ -171,6 +171,7 @@ const std::vector<GpuSpec>& gpu_table() {
       // page's 4,800 Gb/s = 600 GB/s per chip per direction agrees.
       g.ici_link_bandwidth_Bps = 100 * kGiga;
       g.scale_up_bandwidth_Bps = 600 * kGiga;  // [D] 6 * 100 GB/s per direction
+      g.dcn_bandwidth_Bps = 50e9 / 8;          // DCN 50 Gb/s per chip [V] (the v5p docs' table)
       g.power_W = 0;                           // not published
       g.source = "Cloud TPU v5p docs (cloud.google.com/tpu/docs/v5p)";
       t.push_back(g);

@@ -37,6 +37,9 @@ struct GpuSpec {
   // TPUs only: inter-chip interconnect links per chip and per-link per-direction bandwidth.
   uint32_t ici_links_per_chip = 0;
   double ici_link_bandwidth_Bps = 0;
+  // TPUs only: the data-centre network (DCN) bandwidth per chip per direction, joining pods
+  // (Cloud TPU Multislice); 0 where not published (a multi-pod torus must then give it).
+  double dcn_bandwidth_Bps = 0;
   double power_W = 0;
   // Fraction of the dense tensor peak large GEMMs reach in training (before wave quantization):
   // the default of the hardware profile (topology/hardware_profile.h); each entry says where its

@@ -143,10 +143,23 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     t.link_bandwidth_Bps = so->get_bandwidth("link_bandwidth", def_bw);
     if (t.link_bandwidth_Bps <= 0) so->child("link_bandwidth").fail("must be > 0");
     moved_to_profile(*so, "link_latency", "torus_latency");
+    // Several pods joined by the data-centre network (Cloud TPU Multislice).
+    t.pods = static_cast<uint32_t>(so->get_int_in("pods", 1, int64_t{1} << 26, 1));
+    const bool dcn_given = so->has("dcn_bandwidth");
+    t.dcn_bandwidth_Bps = so->get_bandwidth("dcn_bandwidth", cfg.gpu.dcn_bandwidth_Bps);
+    if (dcn_given && t.dcn_bandwidth_Bps <= 0) so->child("dcn_bandwidth").fail("must be > 0");
+    if (t.pods > 1 && t.dcn_bandwidth_Bps <= 0)
+      so->child("pods").fail("pods joined by the data-centre network need its bandwidth, and the catalog has none for " +
+                             cfg.gpu.name + ": set scale_out.dcn_bandwidth (per chip per direction)");
+    moved_to_profile(*so, "dcn_latency", "dcn_latency");
     uint64_t chips = uint64_t{cfg.spec.nodes} * cfg.spec.gpus_per_node;
-    if (product != chips)
-      dims_node.fail("the torus holds " + std::to_string(product) + " chips but nodes x gpus_per_node = " +
-                     std::to_string(chips));
+    if (product * t.pods != chips)
+      dims_node.fail("the torus holds " + std::to_string(product) + " chips" +
+                     (t.pods > 1 ? " per pod, " + std::to_string(product * t.pods) + " in " + std::to_string(t.pods) + " pods," : std::string()) +
+                     " but nodes x gpus_per_node = " + std::to_string(chips));
+    if (t.pods > 1 && product % cfg.spec.gpus_per_node != 0)
+      dims_node.fail("a pod of " + std::to_string(product) + " chips is not a whole number of hosts of " +
+                     std::to_string(cfg.spec.gpus_per_node) + " (gpus_per_node): a host lies in one pod");
   } else if (cfg.spec.nodes > 1) {
     if (so) so->child("kind").fail("a cluster of " + std::to_string(cfg.spec.nodes) + " nodes needs a scale-out network (fat-tree or torus)");
     c.fail("a cluster of " + std::to_string(cfg.spec.nodes) + " nodes needs a `scale_out` network (fat-tree or torus)");
@@ -160,6 +173,7 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
   cfg.spec.scale_out.fat_tree.hop_latency = cfg.profile.fabric_latency;
   cfg.spec.scale_out.fat_tree.nic_latency = cfg.profile.nic_latency;
   cfg.spec.scale_out.torus.link_latency = cfg.profile.torus_latency;
+  cfg.spec.scale_out.torus.dcn_latency = cfg.profile.dcn_latency;
   return cfg;
 }
 

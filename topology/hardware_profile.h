@@ -52,6 +52,7 @@ struct HardwareProfile {
   sim::Time nic_latency = sim::Time::ns(1000);      // per GPU<->leaf link (NIC + cable)
   sim::Time fabric_latency = sim::Time::ns(500);    // per switch-to-switch hop
   sim::Time torus_latency = sim::Time::ns(1000);    // per torus (ICI) link
+  sim::Time dcn_latency = sim::Time::us(10);        // per chip<->DCN link (multi-pod tori)
   // --- communication runtime (NCCL) -----------------------------------------------------------
   // NCCL's protocols (workloads/collectives/collective.h): which may run ("LL,LL128,Simple" as
   // NCCL_PROTO spells them), each one's launch latency per collective and software latency per

@@ -116,6 +116,14 @@ void Topology::route_cluster(uint32_t s, uint32_t d, uint64_t flow_hash, Route& 
 }
 
 void Topology::route_torus(uint32_t s, uint32_t d, Route& out) const {
+  if (torus_pods_ > 1) {
+    const uint32_t per_pod = num_gpus_ / torus_pods_;
+    if (s / per_pod != d / per_pod) {  // another pod: up to the DCN switch and down
+      out.links.push_back(dcn_link_base_ + 2 * s);
+      out.links.push_back(dcn_link_base_ + 2 * d + 1);
+      return;
+    }
+  }
   uint32_t cur = s;
   for (uint32_t k = 0; k < torus_ndims_; ++k) {
     const uint32_t n = torus_dims_[k];
@@ -357,9 +365,11 @@ std::string Topology::describe() const {
       break;
     }
     case TopologyKind::kTorus: {
-      os << "Torus ";
+      const uint32_t per_pod = num_gpus_ / torus_pods_;
+      if (torus_pods_ > 1) os << torus_pods_ << " pods, each a torus ";
+      else os << "Torus ";
       for (uint32_t k = 0; k < torus_ndims_; ++k) os << (k ? "x" : "") << torus_dims_[k];
-      os << " of " << num_gpus_ << " chips (" << gpus_per_node_ << " per host), wraparound in every dimension";
+      os << " of " << per_pod << " chips (" << gpus_per_node_ << " per host), wraparound in every dimension";
       // Bisection: cut the largest dimension in half; each ring along it crosses the cut twice
       // (once if the dimension has size 2).
       uint32_t kmax = 0;
@@ -368,11 +378,17 @@ std::string Topology::describe() const {
       }
       const uint32_t nmax = torus_dims_[kmax];
       if (nmax > 1 && !links_.empty()) {
-        const double rings = static_cast<double>(num_gpus_) / nmax;
+        const double rings = static_cast<double>(per_pod) / nmax;
         const double cut = rings * (nmax == 2 ? 1 : 2) * links_[0].bandwidth_Bps;
         os << ", " << format_Bps(links_[0].bandwidth_Bps) << " and " << format_time(links_[0].latency)
            << " per link per direction; bisection "
            << format_Bps(cut) << " per direction";
+      }
+      if (torus_pods_ > 1) {
+        const Link& dcn = links_[dcn_link_base_];
+        os << "; the pods joined by the data-centre network (DCN), " << format_Bps(dcn.bandwidth_Bps) << " and "
+           << format_time(dcn.latency) << " per chip per direction to and from one non-blocking DCN switch ("
+           << format_Bps(dcn.bandwidth_Bps * per_pod) << " per pod)";
       }
       os << ".";
       break;

@@ -11,7 +11,8 @@
 // Routing is computed on demand (no all-pairs tables): a scale-up domain sends same-node traffic
 // up to the node's NVSwitch and down; a fat-tree climbs to the lowest common ancestor group and
 // descends, choosing among parallel uplinks by D-mod-K (or by flow hash); a torus uses dimension
-// order routing, shorter way round each ring; an edge list uses BFS shortest hops per destination,
+// order routing, shorter way round each ring (chips of different pods: up to the DCN and down);
+// an edge list uses BFS shortest hops per destination,
 // computed lazily and cached, ECMP ties broken by the flow hash.
 //
 // Thread safety: every const member may be called concurrently (the edge-list route cache is
@@ -104,11 +105,20 @@ struct FatTreeSpec {
 // 1D/2D/3D torus with wraparound in every dimension. Chip c has coordinates
 // x_k = (c / prod(dims[0..k-1])) % dims[k] (dimension 0 fastest). A dimension of size 1 has no
 // links, size 2 one link per direction between the pair, size >= 3 a + and a - link per chip.
+// Several pods (Cloud TPU Multislice): `pods` tori of the same shape, chip c in pod
+// c / prod(dims); chips of different pods talk over the data-centre network (DCN), leaving the
+// chip through its host (PCIe DMA to host memory, then the host's NICs). Each chip's share of its
+// host's DCN bandwidth is one link up to and one link down from a non-blocking DCN switch (Cloud
+// TPU's v5p docs give the DCN bandwidth per chip: 50 Gb/s); the DCN fabric beyond the hosts is
+// not modelled.
 struct TorusSpec {
   std::vector<uint32_t> dims;     // 1 to 3 entries, each >= 1
   uint32_t chips_per_host = 4;    // TPU v4/v5p hosts hold 4 chips; only used by node_of()
   double link_bandwidth_Bps = 50e9;  // per link per direction (TPU v4 ICI [R], see catalog)
   sim::Time link_latency = sim::Time::ns(1000);  // per hop; an assumption, override from calibration
+  uint32_t pods = 1;                                // tori joined by the DCN; 1: no DCN
+  double dcn_bandwidth_Bps = 50e9 / 8;              // per chip per direction (v5p docs, 50 Gb/s)
+  sim::Time dcn_latency = sim::Time::us(10);        // per chip<->DCN link; an assumption
 };
 
 enum class ScaleOutKind : uint8_t { kNone, kFatTree, kTorus };
@@ -166,8 +176,10 @@ class Topology {
   ~Topology();
 
   TopologyKind kind() const { return kind_; }
-  // Torus dimension sizes (dimension 0 fastest); empty unless kind() == kTorus.
+  // Torus dimension sizes (dimension 0 fastest), of one pod; empty unless kind() == kTorus.
   std::vector<uint32_t> torus_dims() const { return {torus_dims_, torus_dims_ + torus_ndims_}; }
+  // Tori joined by the data-centre network (1 unless kind() == kTorus with several pods).
+  uint32_t torus_pods() const { return torus_pods_; }
   uint32_t num_gpus() const { return num_gpus_; }
   uint32_t gpus_per_node() const { return gpus_per_node_; }
   uint32_t num_nodes() const { return num_gpus_ / gpus_per_node_; }
@@ -245,6 +257,9 @@ class Topology {
   uint32_t torus_stride_[3] = {1, 1, 1};
   uint32_t torus_offset_[3] = {0, 0, 0};
   uint32_t torus_links_per_chip_ = 0;
+  // Several pods: chip c's DCN up link dcn_link_base_ + 2c, down + 1; the DCN switch follows the chips.
+  uint32_t torus_pods_ = 1;
+  uint32_t dcn_link_base_ = 0;
 
   // Edge list: adjacency and the lazy per-destination BFS cache (defined in topology.cc).
   struct EdgeListState;

@@ -62,7 +62,7 @@ TEST_F(ProfileFiles, FileThenScenarioOverridesAndEveryFieldResolved) {
   for (const char* key : {"gemm_efficiency: 0.7", "nic_latency: 2us", "step_overhead: 1.5us", "attention_efficiency",
                           "vector_efficiency", "memory_efficiency", "gemm_wave_quantization", "scale_up_efficiency",
                           "nic_efficiency", "fabric_efficiency", "torus_efficiency", "scale_up_latency",
-                          "fabric_latency", "torus_latency", "comm_sms", "comm_hbm_fraction"})
+                          "fabric_latency", "torus_latency", "dcn_latency", "comm_sms", "comm_hbm_fraction"})
     EXPECT_NE(resolved.find(key), std::string::npos) << key << " missing from\n" << resolved;
 }
 

@@ -132,6 +132,47 @@ TEST(TopologyTorus, TpuV5pSliceThroughClusterSpec) {
   EXPECT_NE(error_of([&] { build_cluster(c); }).find("must match"), std::string::npos);
 }
 
+TEST(TopologyTorus, PodsJoinedByTheDataCentreNetwork) {
+  // 2 pods of a 4-ring, 2 chips per host: 8 chips. Torus links: 2 per chip (+/-) = 16, numbered
+  // 2c + dir; then the DCN switch (vertex 8) and 2 links per chip: up 16 + 2c, down 16 + 2c + 1.
+  TorusSpec s = torus({4}, 2);
+  s.pods = 2;
+  s.dcn_bandwidth_Bps = 6.25e9;
+  s.dcn_latency = sim::Time::us(10);
+  const Topology t = build_torus(s);
+  EXPECT_EQ(t.num_gpus(), 8u);
+  EXPECT_EQ(t.torus_pods(), 2u);
+  EXPECT_EQ(t.torus_dims(), (std::vector<uint32_t>{4}));
+  EXPECT_EQ(t.num_vertices(), 9u);
+  EXPECT_EQ(t.links().size(), 32u);
+  EXPECT_EQ(t.vertex_name(5), "chip5(1 pod 1)");
+  EXPECT_EQ(t.vertex_name(8), "dcn");
+  // Across pods: chip 1 up, chip 6 down; 2 x 10 us.
+  Route r;
+  t.route(1, 6, 0, r);
+  expect_valid_route(t, 1, 6, r);
+  EXPECT_EQ(r.links, (std::vector<uint32_t>{16 + 2, 16 + 2 * 6 + 1}));
+  EXPECT_EQ(r.latency, sim::Time::us(20));
+  EXPECT_EQ(t.links()[18].kind, LinkKind::kNic);
+  EXPECT_DOUBLE_EQ(t.links()[18].bandwidth_Bps, 6.25e9);
+  // Inside pod 1: chip 4 (x = 0) -> chip 7 (x = 3): one step back, link 2*4 + 1 = 9, to chip 7.
+  EXPECT_EQ(route_of(t, 4, 7), (std::vector<uint32_t>{9}));
+  EXPECT_EQ(t.links()[9].dst, 7u);
+  EXPECT_NO_THROW(t.validate());
+  EXPECT_NE(t.describe().find("2 pods, each a torus 4 of 4 chips"), std::string::npos) << t.describe();
+  EXPECT_NE(t.describe().find("6.25 GB/s and 10 us per chip"), std::string::npos) << t.describe();
+  // Hosts lie in one pod; pods >= 1; the DCN needs a bandwidth.
+  TorusSpec odd = torus({3}, 2);
+  odd.pods = 2;
+  EXPECT_NE(error_of([&] { build_torus(odd); }).find("whole number of hosts"), std::string::npos);
+  TorusSpec none = s;
+  none.pods = 0;
+  EXPECT_NE(error_of([&] { build_torus(none); }).find("pods is 0"), std::string::npos);
+  TorusSpec no_bw = s;
+  no_bw.dcn_bandwidth_Bps = 0;
+  EXPECT_NE(error_of([&] { build_torus(no_bw); }).find("dcn_bandwidth"), std::string::npos);
+}
+
 TEST(TopologyTorus, BadConfigs) {
   EXPECT_EQ(error_of([] { build_torus(torus({4, 4, 0})); }),
             "torus dimension 2 is 0: every dimension must be >= 1");

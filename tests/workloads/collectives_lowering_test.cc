@@ -601,6 +601,32 @@ TEST(CollectiveTorus, SizeOneDimensionsAndSubGridsAreSkipped) {
                       "full sub-grid");
 }
 
+TEST(CollectiveTorus, PodsAreTheLastDimensionOverTheDataCentreNetwork) {
+  // 3 pods of a 4x1x1 torus: GPU = x + 4 * pod. All-reduce of S = 960 over all 12:
+  // RS x: 3/4 * 960/2 = 360 per direction, data 240; RS pods (3 pods): 2/3 * 240/2 = 80, data 80;
+  // AG pods: output 240: 80; AG x: output 960: 360. The pod lines join chips of one x: {0, 4, 8}.
+  ClusterShape s = torus(4, 1, 1);
+  s.torus_pods = 3;
+  const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kTorus, iota_group(12), 960.0), s);
+  ASSERT_EQ(p.phases.size(), 4u);
+  const double expect[4] = {360, 80, 80, 360};
+  for (size_t k = 0; k < 4; ++k) {
+    ASSERT_EQ(p.phases[k].transfers.size(), k == 0 || k == 3 ? 6u : 8u) << k;  // 3 x-lines or 4 pod-lines, 2 ways
+    EXPECT_DOUBLE_EQ(p.phases[k].transfers[0].bytes, expect[k]) << k;
+  }
+  EXPECT_EQ(p.phases[1].transfers[0].hops, (Hops{{0, 4}, {4, 8}, {8, 0}}));
+  EXPECT_EQ(p.phases[0].transfers[2].hops.front(), (std::pair<uint32_t, uint32_t>{4, 5}));  // pod 1's x line
+  // Conservation: the same 2(n-1)/n S per GPU as a flat ring: 2 * 11/12 * 960 = 1760.
+  EXPECT_DOUBLE_EQ(sum_hop_bytes(p), 1760.0 * 12);
+  // One chip per pod (GPUs 1, 5, 9: x = 1 in every pod) is a 1x1x1 x 3 grid: one pod ring.
+  const auto dp = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kTorus, {1, 5, 9}, 960.0), s);
+  ASSERT_EQ(dp.phases.size(), 2u);
+  EXPECT_EQ(dp.phases[0].transfers[0].hops, (Hops{{1, 5}, {5, 9}, {9, 1}}));
+  // Different chips in different pods is not a sub-grid.
+  expect_config_error(request(CollectiveOp::kAllReduce, Algorithm::kTorus, {0, 5}, 1.0), s,
+                      "the last factor counts pods");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Direct
 

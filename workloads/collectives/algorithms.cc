@@ -245,19 +245,29 @@ struct TorusGrid {
   std::vector<std::vector<uint32_t>> coords;    // per dimension, the group's sorted coordinates
 };
 
+// The torus's dimensions and, with several pods, the pod as the last, slowest one (its rings run
+// over the data-centre network): GPU id = sum coord[d] * stride[d] over these.
+std::vector<uint32_t> grid_dims(const ClusterShape& shape) {
+  std::vector<uint32_t> dims = shape.torus_dims;
+  if (shape.torus_pods > 1) dims.push_back(shape.torus_pods);
+  return dims;
+}
+
 // The group must be a full sub-grid: the product of the coordinate sets it uses along each
-// dimension (the whole torus is the usual case). Returns an empty string when it is.
+// dimension (the whole torus is the usual case; with pods, the same sub-grid in each of a set of
+// pods). Returns an empty string when it is.
 std::string torus_grid(const std::vector<uint32_t>& group, const ClusterShape& shape, TorusGrid* grid) {
   if (!shape.torus) return "torus needs a torus cluster shape";
   if (shape.torus_dims.empty()) return "torus shape has no dimensions";
+  const std::vector<uint32_t> dims_all = grid_dims(shape);
   uint64_t total = 1;
   grid->stride.clear();
-  for (uint32_t d : shape.torus_dims) {
+  for (uint32_t d : dims_all) {
     if (d == 0) return "torus shape has a dimension of size 0";
     grid->stride.push_back(total);
     total *= d;
   }
-  const size_t dims = shape.torus_dims.size();
+  const size_t dims = dims_all.size();
   grid->coords.assign(dims, {});
   for (uint32_t g : group) {
     if (g >= total) {
@@ -265,7 +275,7 @@ std::string torus_grid(const std::vector<uint32_t>& group, const ClusterShape& s
       os << "GPU " << g << " lies outside the torus of " << total << " chips";
       return os.str();
     }
-    for (size_t d = 0; d < dims; ++d) grid->coords[d].push_back(static_cast<uint32_t>((g / grid->stride[d]) % shape.torus_dims[d]));
+    for (size_t d = 0; d < dims; ++d) grid->coords[d].push_back(static_cast<uint32_t>((g / grid->stride[d]) % dims_all[d]));
   }
   uint64_t product = 1;
   for (auto& c : grid->coords) {
@@ -279,7 +289,7 @@ std::string torus_grid(const std::vector<uint32_t>& group, const ClusterShape& s
     os << "torus needs the group to be a full sub-grid of the torus; its " << group.size()
        << " GPUs span a ";
     for (size_t d = 0; d < dims; ++d) os << (d ? "x" : "") << grid->coords[d].size();
-    os << " box";
+    os << " box" << (shape.torus_pods > 1 ? " (the last factor counts pods)" : "");
     return os.str();
   }
   return {};
@@ -290,9 +300,10 @@ std::vector<std::vector<uint32_t>> torus_lines(const std::vector<uint32_t>& grou
                                                const ClusterShape& shape, const TorusGrid& grid, size_t d) {
   std::vector<std::vector<uint32_t>> lines;
   const uint32_t first = grid.coords[d].front();
+  const uint32_t size = grid_dims(shape)[d];
   std::vector<uint32_t> starts;
   for (uint32_t g : group) {
-    if ((g / grid.stride[d]) % shape.torus_dims[d] == first) starts.push_back(g);
+    if ((g / grid.stride[d]) % size == first) starts.push_back(g);
   }
   std::sort(starts.begin(), starts.end());
   for (uint32_t s : starts) {
@@ -520,7 +531,10 @@ CollectivePlan lower_hierarchical(const CollectiveRequest& req, const ClusterSha
 
 // Per-dimension bidirectional rings (TPU style): reduce-scatter along x, y, z, all-gather along
 // z, y, x; the data each rank holds shrinks by a dimension's size after each reduce-scatter stage
-// and grows back in the all-gather stages. Dimensions the group does not span are skipped.
+// and grows back in the all-gather stages. Dimensions the group does not span are skipped. With
+// several pods the pod is the last dimension: the data-centre network carries only the pod-local
+// shard (reduce-scatter inside each pod, all-reduce across pods, all-gather inside each pod, as
+// XLA lowers a Multislice all-reduce).
 CollectivePlan lower_torus(const CollectiveRequest& req, const ClusterShape& shape) {
   CollectivePlan plan;
   plan.op = req.op;

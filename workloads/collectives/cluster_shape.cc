@@ -11,6 +11,7 @@ ClusterShape cluster_shape_of(const topo::Topology& topo) {
   if (topo.kind() == topo::TopologyKind::kTorus) {
     shape.torus = true;
     shape.torus_dims = topo.torus_dims();
+    shape.torus_pods = topo.torus_pods();
   }
   return shape;
 }

@@ -61,7 +61,10 @@ struct ClusterShape {
   uint32_t gpus_per_node = 1;
   uint32_t nics_per_node = 1;  // parallel inter-node channels a node can drive (rails)
   bool torus = false;
-  std::vector<uint32_t> torus_dims;  // x, y, z sizes when torus; GPU id = x + X*(y + Y*z)
+  std::vector<uint32_t> torus_dims;  // x, y, z sizes of a pod when torus; GPU id = x + X*(y + Y*z)
+  // Tori joined by a data-centre network: GPU id = local + pod * X*Y*Z. The torus algorithm treats
+  // the pod as one more grid dimension, whose rings run over the DCN.
+  uint32_t torus_pods = 1;
   bool nvls = false;  // the nodes' NVSwitch reduces in the switch (NVLink SHARP) and NCCL may use it
 };
 

@@ -98,10 +98,14 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   const Layout& layout = jp_.layout;
   const auto& topo = res.topology();
   const JobProgram& jp = jp_;
+  // tp, pp and dp always; cp and dp_outer where the layout has them.
   jp_.rank_label = [&layout, &topo, &jp](uint32_t rank) {
-    return "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(jp.gpu_of(rank))) + ", tp " +
-           std::to_string(layout.coord(rank, Dim::kTp)) + " pp " + std::to_string(layout.coord(rank, Dim::kPp)) +
-           " dp " + std::to_string(layout.coord(rank, Dim::kDp)) + ")";
+    std::string label = "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(jp.gpu_of(rank))) +
+                        ", tp " + std::to_string(layout.coord(rank, Dim::kTp));
+    if (layout.size(Dim::kCp) > 1) label += " cp " + std::to_string(layout.coord(rank, Dim::kCp));
+    label += " pp " + std::to_string(layout.coord(rank, Dim::kPp)) + " dp " + std::to_string(layout.coord(rank, Dim::kDp));
+    if (layout.size(Dim::kDpOuter) > 1) label += " dp_outer " + std::to_string(layout.coord(rank, Dim::kDpOuter));
+    return label + ")";
   };
   bool symmetric = false;
   if (ts.fidelity != Fidelity::kExpanded) {
