@@ -61,7 +61,7 @@ Topology build_cluster(const ClusterSpec& spec) {
     TorusSpec t = spec.scale_out.torus;
     t.chips_per_host = spec.gpus_per_node;
     uint64_t chips = t.pods;
-    for (uint32_t d : t.dims) chips *= d;
+    for (uint32_t d : t.dims) chips = chips > kMaxGpus ? chips : chips * d;  // stops growing past the limit: no wrap
     if (!t.dims.empty() && chips != total) {
       throw sim::TopologyError("torus has " + std::to_string(chips) + " chips" +
                                (t.pods > 1 ? " (" + std::to_string(t.pods) + " pods)" : std::string()) +
@@ -249,11 +249,11 @@ Topology build_torus(const TorusSpec& spec) {
     if (spec.dims[k] == 0) {
       throw sim::TopologyError("torus dimension " + std::to_string(k) + " is 0: every dimension must be >= 1");
     }
-    chips *= spec.dims[k];
+    chips = chips > kMaxGpus ? chips : chips * spec.dims[k];  // stops growing past the limit: no wrap
   }
   if (spec.pods == 0) throw sim::TopologyError("torus pods is 0: must be >= 1");
   const uint64_t per_pod = chips;
-  chips *= spec.pods;
+  chips = chips > kMaxGpus ? chips : chips * spec.pods;
   if (chips > kMaxGpus) {
     throw sim::TopologyError("torus of " + std::to_string(chips) + " chips is larger than the supported " +
                              std::to_string(kMaxGpus));

@@ -133,11 +133,14 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
       if (dims[i] < 1)
         dims_node.at(i).fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
                        ": every dimension must be >= 1");
-      if (dims[i] > (int64_t{1} << 26))  // the largest cluster; also keeps the product within 64 bits
+      if (dims[i] > (int64_t{1} << 26))  // the largest cluster
         dims_node.at(i).fail("torus dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
                              ": at most 2^26 (67108864)");
       t.dims.push_back(static_cast<uint32_t>(dims[i]));
-      product *= static_cast<uint64_t>(dims[i]);
+      product *= static_cast<uint64_t>(dims[i]);  // <= 2^26 * 2^26: no wrap
+      if (product > (uint64_t{1} << 26))
+        dims_node.at(i).fail("the torus dimensions up to " + std::to_string(i) + " hold " + std::to_string(product) +
+                             " chips: at most 2^26 (67108864) in all");
     }
     double def_bw = cfg.gpu.ici_link_bandwidth_Bps > 0 ? cfg.gpu.ici_link_bandwidth_Bps : t.link_bandwidth_Bps;
     t.link_bandwidth_Bps = so->get_bandwidth("link_bandwidth", def_bw);
@@ -145,6 +148,9 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     moved_to_profile(*so, "link_latency", "torus_latency");
     // Several pods joined by the data-centre network (Cloud TPU Multislice).
     t.pods = static_cast<uint32_t>(so->get_int_in("pods", 1, int64_t{1} << 26, 1));
+    if (product * t.pods > (uint64_t{1} << 26))  // both <= 2^26: no wrap
+      so->child("pods").fail(std::to_string(t.pods) + " pods of " + std::to_string(product) + " chips hold " +
+                             std::to_string(product * t.pods) + " chips: at most 2^26 (67108864) in all");
     const bool dcn_given = so->has("dcn_bandwidth");
     t.dcn_bandwidth_Bps = so->get_bandwidth("dcn_bandwidth", cfg.gpu.dcn_bandwidth_Bps);
     if (dcn_given && t.dcn_bandwidth_Bps <= 0) so->child("dcn_bandwidth").fail("must be > 0");

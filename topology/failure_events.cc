@@ -59,7 +59,7 @@ void bind_target(const sim::ConfigNode& m, const Topology& t, const Names& names
     const uint32_t g = gpu_index(*nic, t);
     for (uint32_t l = 0; l < links.size(); ++l)
       if ((links[l].src == g || links[l].dst == g) && links[l].kind == LinkKind::kNic) e.links.push_back(l);
-    if (e.links.empty()) nic->fail("GPU " + std::to_string(g) + " has no NIC link in this cluster (no scale-out network)");
+    if (e.links.empty()) nic->fail("GPU " + std::to_string(g) + " has no NIC link in this cluster (no fat-tree, and no data-centre network between torus pods)");
     e.what = "the NIC of GPU " + std::to_string(g);
   } else if (auto l = m.find("link")) {
     if (!l->is_sequence() || l->size() != 2) l->fail("a link is [vertex, vertex], e.g. [gpu3, leaf0.rail3]");

@@ -627,6 +627,24 @@ TEST(CollectiveTorus, PodsAreTheLastDimensionOverTheDataCentreNetwork) {
                       "the last factor counts pods");
 }
 
+TEST(CollectiveTorus, EstimateSeesTheDataCentreNetworkBetweenPods) {
+  // {1, 5, 9}: x = 1 in each of 3 pods, one pod ring both ways, S = 3e9. Each phase (RS, AG):
+  // 2 transfers of 2/3 x S/2 = 1e9 bytes, 2 steps. Chip 1's DCN link out carries hop 1->5 of one
+  // and 1->9 of the other: each at DCN / 2 = 5 GB/s. Per phase 2 x 20 us + 1e9 / 5e9 = 0.20004 s;
+  // two phases 0.40008 s. Without DCN hints the hops would look like ICI links (100 GB/s).
+  ClusterShape s = torus(4, 1, 1);
+  s.torus_pods = 3;
+  CostHints h = hints_a_b(1e-6, 100e9);
+  h.dcn_Bps = 10e9;
+  h.dcn_step_s = 20e-6;
+  const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kTorus, {1, 5, 9}, 3e9), s, h);
+  EXPECT_NEAR(estimate_seconds(p, s, h), 0.40008, 1e-12);
+  // A flat ring over all 12 crosses pods 3 times a lap, so auto keeps the torus plan, and its
+  // estimate (2 x 11/12 x S = 5.5e9 through a DCN link at 10 GB/s: > 0.55 s) says why.
+  const auto ring = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kRing, iota_group(12), 3e9), s, h);
+  EXPECT_GT(estimate_seconds(ring, s, h), 0.55);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Direct
 

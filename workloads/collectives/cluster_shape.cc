@@ -69,8 +69,11 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
   const auto& o = res.profile();
   h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
   double inter = 0;
+  const bool torus = topo.kind() == topo::TopologyKind::kTorus;
   for (const auto& l : topo.links()) {
-    if (l.kind == topo::LinkKind::kNic) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
+    // A torus's NIC links are its DCN links between pods: their own hint, below.
+    if (l.kind == topo::LinkKind::kNic && !torus) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
+    if (l.kind == topo::LinkKind::kNic && torus) h.dcn_Bps = std::max(h.dcn_Bps, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
   }
   if (inter > 0) h.inter_node_Bps = inter;
@@ -87,6 +90,10 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
   if (topo.num_nodes() > 1) {
     topo.route(0, topo.gpus_per_node(), 0, r);
     h.inter_step_s += r.latency.seconds();
+  }
+  if (torus && topo.torus_pods() > 1) {  // chip 0 to the first chip of pod 1: up to the DCN and down
+    topo.route(0, n / topo.torus_pods(), 0, r);
+    h.dcn_step_s = opt.step_overhead.seconds() + r.latency.seconds();
   }
   return h;
 }

@@ -412,8 +412,9 @@ std::string collective_problem(const CollectiveRequest& req, const ClusterShape&
 // their closed forms are unchanged; what it corrects is the shapes that would otherwise look far
 // faster than the links allow: a tree node sending to its parent and two children, or an
 // all-to-all rank sending n-1 chunks at once. On a torus every neighbour has its own link, so the
-// shared resource there is the directed (src, dst) link itself. Fabric contention beyond the
-// GPU's own ports (oversubscribed spines, shared NICs) is left to the simulator.
+// shared resource there is the directed (src, dst) link itself; between pods of a torus it is the
+// chip's DCN link, one each way (dcn_* hints). Fabric contention beyond the GPU's own ports
+// (oversubscribed spines, shared NICs) is left to the simulator.
 //
 // Protocols: the launch latency once; per step the protocol's software latency replaces Simple's
 // (hints.intra/inter_step_s hold Simple's); the bytes are divided by the payload fraction; a
@@ -425,10 +426,23 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
   const double step_delta = plan.protocol == Protocol::kSimple ? 0.0 : proto.step_s - hints.costs.simple.step_s;
   const double payload = proto.payload > 0.0 ? proto.payload : 1.0;
   const double channels = hints.costs.channel_fraction(plan.protocol, plan.bytes, plan.ranks);
+  uint64_t pod_size = 0;  // chips per pod when tori are joined by a DCN, else 0
+  if (shape.torus && shape.torus_pods > 1) {
+    pod_size = 1;
+    for (uint32_t d : shape.torus_dims) pod_size *= d;
+  }
+  auto across_pods = [&](uint32_t a, uint32_t b) { return pod_size > 0 && a / pod_size != b / pod_size; };
+  // Keys: a GPU's own ports (gpu << 2 | out | intra; on a torus between pods the same, its DCN
+  // link) or, on a torus, the directed link (src << 32 | dst, with 1 << 63 set to stay apart).
   auto port = [&](uint32_t gpu, uint32_t other, bool out, bool intra) -> uint64_t {
-    if (shape.torus) return out ? (static_cast<uint64_t>(gpu) << 32) | other : (static_cast<uint64_t>(other) << 32) | gpu;
+    if (shape.torus && !across_pods(gpu, other))
+      return (uint64_t{1} << 63) |
+             (out ? (static_cast<uint64_t>(gpu) << 32) | other : (static_cast<uint64_t>(other) << 32) | gpu);
     return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
   };
+  // Whether a hop is counted at its receiving end too (GPU ports and DCN links; torus links are
+  // counted once, as the directed link).
+  auto two_ended = [&](uint32_t src, uint32_t dst) { return !shape.torus || across_pods(src, dst); };
   std::unordered_map<uint64_t, uint32_t> users;
   double total = 0.0;
   for (const Phase& ph : plan.phases) {
@@ -437,7 +451,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
       for (const auto& [src, dst] : t.hops) {
         const bool intra = src / gpn == dst / gpn;
         ++users[port(src, dst, true, intra)];
-        if (!shape.torus) ++users[port(dst, src, false, intra)];
+        if (two_ended(src, dst)) ++users[port(dst, src, false, intra)];
       }
     }
     double phase_s = 0.0;
@@ -448,11 +462,13 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
       bool first = true;
       for (const auto& [src, dst] : t.hops) {
         const bool intra = src / gpn == dst / gpn;
+        const bool dcn = across_pods(src, dst) && hints.dcn_Bps > 0.0;
         uint32_t share = users[port(src, dst, true, intra)];
-        if (!shape.torus) share = std::max(share, users[port(dst, src, false, intra)]);
-        const double r = (intra ? hints.intra_node_Bps : hints.inter_node_Bps) / static_cast<double>(share);
+        if (two_ended(src, dst)) share = std::max(share, users[port(dst, src, false, intra)]);
+        const double link_Bps = dcn ? hints.dcn_Bps : (intra ? hints.intra_node_Bps : hints.inter_node_Bps);
+        const double r = link_Bps / static_cast<double>(share);
         rate = first ? r : std::min(rate, r);
-        const double hop_step = (intra ? hints.intra_step_s : hints.inter_step_s) + step_delta;
+        const double hop_step = (dcn ? hints.dcn_step_s : (intra ? hints.intra_step_s : hints.inter_step_s)) + step_delta;
         step_s = std::max(step_s, hop_step);
         step_sum += hop_step;
         first = false;

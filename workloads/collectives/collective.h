@@ -139,6 +139,10 @@ struct CostHints {
   double intra_step_s = 2e-6;
   double inter_step_s = 6e-6;
   double scale_up_Bps = 0.0;  // raw scale-up port bandwidth (NVLS's cap is a fraction of it)
+  // Tori joined by a data-centre network: a hop between pods leaves through the chip's DCN link
+  // (one per direction, shared by every hop of a phase that uses it).
+  double dcn_Bps = 0.0;
+  double dcn_step_s = 0.0;
   CommCosts costs;
 };
 
