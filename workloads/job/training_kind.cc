@@ -244,10 +244,14 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   appendf(o, "  where the time goes (mean over ranks; parts add up to the step time):\n");
   for (const BreakdownPart& p : breakdown_parts(r.mean))
     appendf(o, "    %-18s %10.4f s  %5.1f %%\n", p.label, p.seconds, r.step_time_s > 0 ? p.seconds / r.step_time_s * 100 : 0);
-  appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the CUDA\n"
-          "  context and %d NCCL communicator(s)):\n",
+  // The reserve is the profile's context_memory and nccl_memory per communicator: GPU words for
+  // them on GPUs, neutral ones on TPUs (which run neither CUDA nor NCCL).
+  const bool tpu = r.device_is_tpu;
+  appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the %s\n"
+          "  and %d %s):\n",
           sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),
-          sim::format_bytes(r.reserved_bytes).c_str(), r.communicators);
+          sim::format_bytes(r.reserved_bytes).c_str(), tpu ? "runtime's context" : "CUDA context", r.communicators,
+          tpu ? "communicator buffer(s) (profile context_memory, nccl_memory)" : "NCCL communicator(s)");
   appendf(o, "    %5s %11s %11s %11s %11s %11s %11s  %s\n", "stage", "params", "grads", "optimizer", "activations",
           "buffers", "total", "");
   for (const auto& m : r.memory) {
