@@ -23,6 +23,10 @@ namespace {
 // cables per GPU) cannot overflow.
 constexpr uint64_t kMaxGpus = uint64_t{1} << 26;
 
+// a * b for chip counts, which stops growing once past kMaxGpus (so it never wraps: a <= 2^26 and
+// b < 2^32); the caller refuses anything above kMaxGpus.
+uint64_t capped_product(uint64_t a, uint32_t b) { return a > kMaxGpus ? a : a * b; }
+
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -61,7 +65,7 @@ Topology build_cluster(const ClusterSpec& spec) {
     TorusSpec t = spec.scale_out.torus;
     t.chips_per_host = spec.gpus_per_node;
     uint64_t chips = t.pods;
-    for (uint32_t d : t.dims) chips = chips > kMaxGpus ? chips : chips * d;  // stops growing past the limit: no wrap
+    for (uint32_t d : t.dims) chips = capped_product(chips, d);
     if (!t.dims.empty() && chips != total) {
       throw sim::TopologyError("torus has " + std::to_string(chips) + " chips" +
                                (t.pods > 1 ? " (" + std::to_string(t.pods) + " pods)" : std::string()) +
@@ -249,11 +253,11 @@ Topology build_torus(const TorusSpec& spec) {
     if (spec.dims[k] == 0) {
       throw sim::TopologyError("torus dimension " + std::to_string(k) + " is 0: every dimension must be >= 1");
     }
-    chips = chips > kMaxGpus ? chips : chips * spec.dims[k];  // stops growing past the limit: no wrap
+    chips = capped_product(chips, spec.dims[k]);
   }
   if (spec.pods == 0) throw sim::TopologyError("torus pods is 0: must be >= 1");
   const uint64_t per_pod = chips;
-  chips = chips > kMaxGpus ? chips : chips * spec.pods;
+  chips = capped_product(chips, spec.pods);
   if (chips > kMaxGpus) {
     throw sim::TopologyError("torus of " + std::to_string(chips) + " chips is larger than the supported " +
                              std::to_string(kMaxGpus));

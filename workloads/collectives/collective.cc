@@ -426,11 +426,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
   const double step_delta = plan.protocol == Protocol::kSimple ? 0.0 : proto.step_s - hints.costs.simple.step_s;
   const double payload = proto.payload > 0.0 ? proto.payload : 1.0;
   const double channels = hints.costs.channel_fraction(plan.protocol, plan.bytes, plan.ranks);
-  uint64_t pod_size = 0;  // chips per pod when tori are joined by a DCN, else 0
-  if (shape.torus && shape.torus_pods > 1) {
-    pod_size = 1;
-    for (uint32_t d : shape.torus_dims) pod_size *= d;
-  }
+  const uint64_t pod_size = shape.chips_per_pod();  // 0: no pods
   auto across_pods = [&](uint32_t a, uint32_t b) { return pod_size > 0 && a / pod_size != b / pod_size; };
   // Keys: a GPU's own ports (gpu << 2 | out | intra; on a torus between pods the same, its DCN
   // link) or, on a torus, the directed link (src << 32 | dst, with 1 << 63 set to stay apart).

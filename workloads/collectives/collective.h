@@ -65,6 +65,13 @@ struct ClusterShape {
   // Tori joined by a data-centre network: GPU id = local + pod * X*Y*Z. The torus algorithm treats
   // the pod as one more grid dimension, whose rings run over the DCN.
   uint32_t torus_pods = 1;
+  // Chips in one pod (the product of torus_dims); 0 unless a torus with several pods.
+  uint64_t chips_per_pod() const {
+    if (!torus || torus_pods <= 1) return 0;
+    uint64_t n = 1;
+    for (uint32_t d : torus_dims) n *= d;
+    return n;
+  }
   bool nvls = false;  // the nodes' NVSwitch reduces in the switch (NVLink SHARP) and NCCL may use it
 };
 

@@ -246,7 +246,7 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
     appendf(o, "    %-18s %10.4f s  %5.1f %%\n", p.label, p.seconds, r.step_time_s > 0 ? p.seconds / r.step_time_s * 100 : 0);
   // The reserve is the profile's context_memory and nccl_memory per communicator: GPU words for
   // them on GPUs, neutral ones on TPUs (which run neither CUDA nor NCCL).
-  const bool tpu = r.device_is_tpu;
+  const bool tpu = ts.job.gpu.kind == topo::AcceleratorKind::kTpu;
   appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the %s\n"
           "  and %d %s):\n",
           sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),

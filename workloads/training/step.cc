@@ -80,7 +80,6 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
   // communicator the rank uses (one per parallel dimension larger than 1; pipeline send/recv too).
   for (int64_t d : {job_.tp, job_.cp, job_.pp, job_.dp, job_.dp_outer}) result_.communicators += d > 1 ? 1 : 0;
   result_.device_bytes = static_cast<double>(job_.gpu.hbm_capacity_bytes);
-  result_.device_is_tpu = job_.gpu.kind == topo::AcceleratorKind::kTpu;
   result_.reserved_bytes = static_cast<double>(job_.profile.context_memory) +
                            static_cast<double>(job_.profile.nccl_memory) * result_.communicators;
   result_.capacity_bytes = std::max(0.0, result_.device_bytes - result_.reserved_bytes);

@@ -60,7 +60,6 @@ struct StepResult {
   double device_bytes = 0;           // the device's memory (catalog)
   double reserved_bytes = 0;         // CUDA context + NCCL buffers (hardware profile)
   int communicators = 0;             // NCCL communicators per rank (parallel dimensions > 1)
-  bool device_is_tpu = false;        // for wording: TPUs run neither CUDA nor NCCL
   bool fits = true;
   uint64_t events = 0;
   uint64_t ops = 0;
