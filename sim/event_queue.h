@@ -42,6 +42,13 @@ class EventQueue {
   // Time of the next event; only when !empty().
   virtual Time next_time() = 0;
   virtual PoppedEvent pop() = 0;
+  // The target of the event `ahead` places after the next one, when the queue knows it cheaply
+  // (it may since have been cancelled or moved): for prefetching only, never for deciding.
+  virtual bool peek(size_t ahead, EventTarget& out) const {
+    (void)ahead;
+    (void)out;
+    return false;
+  }
   virtual std::string_view name() const = 0;
 };
 

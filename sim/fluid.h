@@ -58,6 +58,9 @@ class ActivityOwner {
   // may start or cancel activities. Owners that can see failures override this; the default
   // stops the program, since a failure nobody handles would leave the model silently wrong.
   virtual void on_activity_failed(ActivityId id, uint64_t tag);
+  // A hint that the activity tagged `tag` will finish soon: an owner may prefetch the state its
+  // on_activity_done will touch. Must not change anything.
+  virtual void prefetch(uint64_t tag) const { (void)tag; }
 };
 
 // What a constraint taken down does to the activities using it (see the header comment).
@@ -128,6 +131,26 @@ class FluidModel : public EventHandler {
   void settle();                       // re-solve dirty components; called by Simulation
   void on_event(uint32_t index) override;  // completion event of activity `index` fired
   bool has_dirty() const { return !dirty_.empty(); }
+  HandlerId handler() const { return handler_; }
+  // Software pipelining across completion events (Simulation::run peeks at the queue): at 16k
+  // GPUs an activity's record, its owner and its constraints are cache misses, so the run loop
+  // asks for them a few events before they fire. prefetch_record fetches activity `a`'s record
+  // and owner; prefetch_uses, called later for the same activity, its constraints' records.
+  // Neither changes anything (a stale or reused index just fetches a line for nothing).
+  void prefetch_record(uint32_t a) const {
+    if (a >= activities_.size()) return;
+    const char* p = reinterpret_cast<const char*>(&activities_[a]);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(&owners_[a]);
+  }
+  void prefetch_uses(uint32_t a) const {
+    if (a >= activities_.size()) return;
+    const ActivityRec& r = activities_[a];
+    if (!r.live) return;
+    for (const UseRec& u : uses(r)) __builtin_prefetch(&constraints_[u.constraint]);
+    if (owners_[a].owner) owners_[a].owner->prefetch(owners_[a].tag);
+  }
   // Appends one line per live activity that cannot progress (rate 0), for deadlock reports.
   void describe_stalled(std::string& out, size_t max_lines) const;
   uint64_t solves() const { return solves_; }
@@ -139,6 +162,61 @@ class FluidModel : public EventHandler {
     uint32_t activity;
     uint32_t use;
   };
+  // A constraint's users: up to kInline in the record itself (a GPU's SM pool and HBM have one or
+  // two: its kernel, sometimes two streams'), more on the heap. Starting and finishing a kernel
+  // then touch the two constraint records and no separate lists (Llama 3 405B step on 16k GPUs,
+  // expanded: see the commit that made it). 24 bytes, as a std::vector.
+  class UserList {
+   public:
+    static constexpr uint32_t kInline = 2;
+    UserList() = default;
+    UserList(UserList&& o) noexcept : size_(o.size_), cap_(o.cap_) {
+      if (cap_ > kInline) {
+        heap_ = o.heap_;
+        o.cap_ = kInline;
+        o.size_ = 0;
+      } else {
+        for (uint32_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+      }
+    }
+    UserList& operator=(UserList&&) = delete;
+    UserList(const UserList&) = delete;
+    UserList& operator=(const UserList&) = delete;
+    ~UserList() {
+      if (cap_ > kInline) delete[] heap_;
+    }
+    bool empty() const { return size_ == 0; }
+    uint32_t size() const { return size_; }
+    UserRef* begin() { return cap_ > kInline ? heap_ : inline_; }
+    UserRef* end() { return begin() + size_; }
+    const UserRef* begin() const { return cap_ > kInline ? heap_ : inline_; }
+    const UserRef* end() const { return begin() + size_; }
+    UserRef& operator[](uint32_t i) { return begin()[i]; }
+    UserRef& back() { return begin()[size_ - 1]; }
+    void pop_back() { --size_; }
+    void push_back(UserRef u) {
+      if (size_ == cap_) grow();
+      begin()[size_++] = u;
+    }
+
+   private:
+    void grow() {
+      const uint32_t cap = cap_ * 2;
+      auto* p = new UserRef[cap];
+      const UserRef* from = begin();
+      for (uint32_t i = 0; i < size_; ++i) p[i] = from[i];
+      if (cap_ > kInline) delete[] heap_;
+      heap_ = p;
+      cap_ = cap;
+    }
+    uint32_t size_ = 0;
+    uint32_t cap_ = kInline;
+    union {
+      UserRef inline_[kInline];
+      UserRef* heap_;
+    };
+  };
+  static_assert(sizeof(UserList) == 24);
   // What the solver touches, in one cache line: at 16k GPUs the constraints far outgrow the
   // caches and are touched in random order, so each record costs one miss, not two (Llama 3 405B
   // step on 16k GPUs: -15%). Capacity, speed, up and the name live in settings_ and names_, read
@@ -146,7 +224,7 @@ class FluidModel : public EventHandler {
   struct alignas(64) ConstraintRec {
     double effective = 0.0;  // capacity * speed when up, else 0
     double load = 0.0;
-    std::vector<UserRef> users;  // activities using this constraint (unordered)
+    UserList users;  // activities using this constraint (unordered)
     // solver scratch
     double remaining = 0.0;
     double weight_sum = 0.0;

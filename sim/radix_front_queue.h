@@ -90,6 +90,11 @@ class RadixFrontQueue final : public EventQueue {
   size_t size() const override { return size_; }
   Time next_time() override;
   PoppedEvent pop() override;
+  bool peek(size_t ahead, EventTarget& out) const override {
+    if (front_.size() <= ahead) return false;
+    out = unpack(front_[front_.size() - 1 - ahead].target);
+    return true;
+  }
   std::string_view name() const override { return "radix-front"; }
 
   // Entries held, live or stale (a test checks the bound on stale ones).

@@ -30,6 +30,17 @@ void Simulation::reschedule(EventId id, Time t) {
 
 void Simulation::cancel(EventId id) { queue_->cancel(id); }
 
+// Completion events a few places ahead in the queue: their activity records now, and the
+// constraints of one nearer (whose record a previous call asked for) now too, so that by the
+// time each fires its lines are in the cache.
+void Simulation::prefetch_ahead() const {
+  constexpr size_t kRecordAhead = 6, kUsesAhead = 3;
+  const HandlerId fh = fluid_->handler();
+  EventTarget t;
+  if (queue_->peek(kRecordAhead, t) && t.handler == fh) fluid_->prefetch_record(t.arg);
+  if (queue_->peek(kUsesAhead, t) && t.handler == fh) fluid_->prefetch_uses(t.arg);
+}
+
 RunResult Simulation::run(Time horizon) {
   SIM_ASSERT(!finished_, "Simulation::run after finish(): the observers have already been told the run ended");
   RunResult result;
@@ -52,6 +63,7 @@ RunResult Simulation::run(Time horizon) {
     while (!queue_->empty() && queue_->next_time() == t) {
       PoppedEvent ev = queue_->pop();
       ++events_;
+      prefetch_ahead();
       handlers_[ev.target.handler.value]->on_event(ev.target.arg);
     }
     if (fluid_->has_dirty()) {

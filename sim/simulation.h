@@ -98,6 +98,7 @@ class Simulation {
   Log* log() const { return log_; }
 
  private:
+  void prefetch_ahead() const;
   uint64_t seed_;
   Time now_;
   uint64_t events_ = 0;
