@@ -22,10 +22,11 @@ FluidModel::FluidModel(Simulation& sim) : sim_(sim) { handler_ = sim_.add_handle
 ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
   constraints_.emplace_back();
-  settings_.push_back(Settings{capacity, 1.0, true});
+  settings_.push_back(Settings{});
   const auto c = static_cast<uint32_t>(constraints_.size() - 1);
   if (!name.empty()) names_.emplace(c, std::move(name));
-  constraints_[c].effective = settings_[c].effective();
+  constraints_[c].capacity = capacity;
+  constraints_[c].effective = capacity;
   return ConstraintId(c);
 }
 
@@ -34,17 +35,24 @@ void FluidModel::reserve_constraints(size_t more) {
   settings_.reserve(settings_.size() + more);
 }
 
-void FluidModel::set_settings(uint32_t c, const Settings& s) {
-  settings_[c] = s;
-  constraints_[c].effective = s.effective();
-  if (!constraints_[c].users.empty()) mark_dirty(c);
+void FluidModel::set_effective(uint32_t c) {
+  ConstraintRec& r = constraints_[c];
+  const Settings& s = settings_[c];
+  r.plain = s.up && s.speed == 1.0;
+  r.effective = s.up ? r.capacity * s.speed : 0.0;
+  if (!r.users.empty()) mark_dirty(c);
 }
 
 void FluidModel::set_capacity(ConstraintId c, double capacity) {
   SIM_ASSERT(capacity >= 0.0 && std::isfinite(capacity), "constraint capacity must be finite and >= 0");
-  Settings s = settings_[c.value];
-  s.capacity = capacity;
-  set_settings(c.value, s);
+  ConstraintRec& r = constraints_[c.value];
+  r.capacity = capacity;
+  if (r.plain) {
+    r.effective = capacity;
+    if (!r.users.empty()) mark_dirty(c.value);
+  } else {
+    set_effective(c.value);
+  }
 }
 
 void ActivityOwner::on_activity_failed(ActivityId id, uint64_t tag) {
@@ -53,9 +61,8 @@ void ActivityOwner::on_activity_failed(ActivityId id, uint64_t tag) {
 }
 
 void FluidModel::set_up(ConstraintId c, bool up, DownPolicy policy) {
-  Settings s = settings_[c.value];
-  s.up = up;
-  set_settings(c.value, s);
+  settings_[c.value].up = up;
+  set_effective(c.value);
   if (!up && policy == DownPolicy::kFail) fail_users(c.value);
 }
 
@@ -82,9 +89,8 @@ void FluidModel::fail_users(uint32_t c) {
 
 void FluidModel::set_speed_factor(ConstraintId c, double factor) {
   SIM_ASSERT(factor >= 0.0 && std::isfinite(factor), "speed factor must be finite and >= 0");
-  Settings s = settings_[c.value];
-  s.speed = factor;
-  set_settings(c.value, s);
+  settings_[c.value].speed = factor;
+  set_effective(c.value);
 }
 
 void FluidModel::mark_dirty(uint32_t c) {
@@ -127,15 +133,21 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
   if (work > 0.0) {
     size_t n = 0;
     for (const Use& u : uses) n += u.weight > 0.0 ? 1 : 0;
-    const size_t capacity = r.uses_capacity_log2 == 0 ? 0 : size_t{1} << r.uses_capacity_log2;
-    if (n > kInlineUses && n > capacity) {  // a new pool region; the old one is left unused
-      const size_t cap = std::bit_ceil(std::max<size_t>(n, 2));
-      if (use_pool_.size() + cap > UINT32_MAX)
-        throw UserError("the simulation needs more than 2^32 link uses at once: the cluster and its collectives are "
-                        "too large for the fluid model");
-      r.uses_at = static_cast<uint32_t>(use_pool_.size());
-      r.uses_capacity_log2 = static_cast<uint8_t>(std::countr_zero(cap));
-      use_pool_.resize(use_pool_.size() + cap);
+    if (n > kInlineUses) {  // a pool region of 2^k >= n uses, the last freed of its size if any
+      const auto k = static_cast<uint8_t>(std::bit_width(n - 1));
+      std::vector<uint32_t>& free_k = free_regions_[k];
+      if (!free_k.empty()) {
+        r.uses_at = free_k.back();
+        free_k.pop_back();
+      } else {
+        const size_t cap = size_t{1} << k;
+        if (use_pool_.size() + cap > UINT32_MAX)
+          throw UserError("the simulation needs more than 2^32 link uses at once: the cluster and its collectives are "
+                          "too large for the fluid model");
+        r.uses_at = static_cast<uint32_t>(use_pool_.size());
+        use_pool_.resize(use_pool_.size() + cap);
+      }
+      r.uses_capacity_log2 = k;
     }
     UseRec* const out = n <= kInlineUses ? r.inline_uses : use_pool_.data() + r.uses_at;
     for (const Use& u : uses) {
@@ -168,6 +180,7 @@ void FluidModel::detach(uint32_t a) {
     if (moved.activity != a) use_data(activities_[moved.activity])[moved.use].pos = u.pos;
     mark_dirty(u.constraint);
   }
+  if (r.num_uses > kInlineUses) free_regions_[r.uses_capacity_log2].push_back(r.uses_at);
   r.num_uses = 0;
   r.live = false;
   --num_live_;
@@ -222,10 +235,9 @@ void FluidModel::settle() {
     if (rec.users.empty()) {
       // Emptied: nothing to share; only its load (now 0) changes.
       rec.mark = epoch_;
-      if (rec.load != 0.0) {
-        rec.load = 0.0;
-        if (watcher_ && rec.watched)
-          watcher_->on_load_change(ConstraintId(c), sim_.now(), 0.0, rec.effective);
+      if (rec.watched && settings_[c].told_load != 0.0) {
+        settings_[c].told_load = 0.0;
+        if (watcher_) watcher_->on_load_change(ConstraintId(c), sim_.now(), 0.0, rec.effective);
       }
       continue;
     }
@@ -373,19 +385,26 @@ void FluidModel::solve_component(uint32_t seed) {
   update_loads();
 }
 
+double FluidModel::current_load(const ConstraintRec& r) const {
+  double load = 0.0;
+  for (UserRef ur : r.users) {
+    const ActivityRec& ar = activities_[ur.activity];
+    load += uses(ar)[ur.use].weight * ar.rate;
+  }
+  return load;
+}
+
+double FluidModel::load(ConstraintId c) const { return current_load(constraints_[c.value]); }
+
 void FluidModel::update_loads() {
-  // Loads, and watchers for the constraints that changed.
+  // Watchers, for the watched constraints of the component whose load changed.
   for (uint32_t c : comp_constraints_) {
-    auto& r = constraints_[c];
-    double load = 0.0;
-    for (UserRef ur : r.users) {
-      const ActivityRec& ar = activities_[ur.activity];
-      load += uses(ar)[ur.use].weight * ar.rate;
-    }
-    if (load != r.load) {
-      r.load = load;
-      if (watcher_ && r.watched)
-        watcher_->on_load_change(ConstraintId(c), sim_.now(), load, r.effective);
+    const auto& r = constraints_[c];
+    if (!r.watched) continue;
+    const double load = current_load(r);
+    if (load != settings_[c].told_load) {
+      settings_[c].told_load = load;
+      if (watcher_) watcher_->on_load_change(ConstraintId(c), sim_.now(), load, r.effective);
     }
   }
 }

@@ -27,6 +27,7 @@
 // its owner. The survivors are re-solved at the next settle.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -105,7 +106,8 @@ class FluidModel : public EventHandler {
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
   bool is_up(ConstraintId c) const { return settings_[c.value].up; }
-  double load(ConstraintId c) const { return constraints_[c.value].load; }
+  // Sum of weight * rate over the activities using it now (rates as of the last settle).
+  double load(ConstraintId c) const;
   // Its name: as given, else from its namer, else "#<id>".
   std::string name(ConstraintId c) const;
   size_t num_constraints() const { return constraints_.size(); }
@@ -219,11 +221,14 @@ class FluidModel : public EventHandler {
   static_assert(sizeof(UserList) == 24);
   // What the solver touches, in one cache line: at 16k GPUs the constraints far outgrow the
   // caches and are touched in random order, so each record costs one miss, not two (Llama 3 405B
-  // step on 16k GPUs: -15%). Capacity, speed, up and the name live in settings_ and names_, read
-  // only when they change or for reports.
+  // step on 16k GPUs: -15%). Capacity is here too, so that a capacity change (a communication
+  // kernel starting on a GPU) touches only this line while the constraint is `plain` (up, speed
+  // 1); speed, up, the last load told to a watcher and the name live in settings_ and names_,
+  // read only when they change or for reports. Loads of unwatched constraints are not kept (load()
+  // sums them on demand).
   struct alignas(64) ConstraintRec {
     double effective = 0.0;  // capacity * speed when up, else 0
-    double load = 0.0;
+    double capacity = 0.0;
     UserList users;  // activities using this constraint (unordered)
     // solver scratch
     double remaining = 0.0;
@@ -231,13 +236,13 @@ class FluidModel : public EventHandler {
     uint32_t mark = 0;
     bool watched = false;
     bool dirty = false;
+    bool plain = true;  // up and speed 1: effective == capacity, settings_ need not be read
   };
   static_assert(sizeof(ConstraintRec) == 64);
   struct Settings {
-    double capacity = 0.0;
     double speed = 1.0;
+    double told_load = 0.0;  // watched constraints: the load last told to the watcher
     bool up = true;
-    double effective() const { return up ? capacity * speed : 0.0; }
   };
   struct UseRec {  // 16 bytes
     uint32_t constraint;
@@ -246,9 +251,11 @@ class FluidModel : public EventHandler {
   };
   // Up to kInlineUses uses (a kernel's SM pool and HBM, a flow inside a node) sit in the record
   // itself, so starting, solving and detaching an activity touch one 128-byte record, not a
-  // record and a separate list (Llama 3 70B FSDP on 1,024 GPUs: about -9%); longer routes use a region
-  // of use_pool_ that stays with the slot when it is reused (grown when too small). Owner and tag
-  // live in owners_, read once, at completion.
+  // record and a separate list (Llama 3 70B FSDP on 1,024 GPUs: about -9%); longer routes take a
+  // region of use_pool_ of 2^k uses while they run and give it back when they end (a free list per
+  // size, last freed first, so the region taken is likely cached; regions that stayed with their
+  // slot left 50 MB of a 126 MB heap unused at 16k GPUs). Owner and tag live in owners_, read once,
+  // at completion.
   static constexpr uint16_t kInlineUses = 4;
   struct alignas(64) ActivityRec {
     double remaining = 0.0;
@@ -260,7 +267,7 @@ class FluidModel : public EventHandler {
     uint32_t mark = 0;  // solver scratch
     uint32_t uses_at = 0;  // the pool region, when num_uses > kInlineUses
     uint32_t num_uses = 0;
-    uint8_t uses_capacity_log2 = 0;  // the pool region holds 2^this uses (0: none)
+    uint8_t uses_capacity_log2 = 0;  // the pool region holds 2^this uses (when num_uses > kInlineUses)
     bool live = false;
     bool fixed = false;  // solver scratch
     UseRec inline_uses[kInlineUses];
@@ -287,7 +294,8 @@ class FluidModel : public EventHandler {
 
   Simulation& sim_;
   HandlerId handler_;
-  void set_settings(uint32_t c, const Settings& s);
+  void set_effective(uint32_t c);  // from capacity and settings_; marks it dirty if used
+  double current_load(const ConstraintRec& r) const;
 
   std::vector<ConstraintRec> constraints_;
   std::vector<Settings> settings_;  // per constraint
@@ -299,7 +307,8 @@ class FluidModel : public EventHandler {
   std::vector<NamerRange> namers_;
   std::vector<ActivityRec> activities_;
   std::vector<OwnerRec> owners_;    // per activity slot
-  std::vector<UseRec> use_pool_;    // every slot's uses region
+  std::vector<UseRec> use_pool_;    // the running activities' uses regions, and free ones
+  std::array<std::vector<uint32_t>, 33> free_regions_;  // [k]: free regions of 2^k uses
   std::vector<uint32_t> free_activities_;
   std::vector<uint32_t> dirty_;
   std::vector<uint32_t> unconstrained_;  // new activities with no constraint use

@@ -78,7 +78,7 @@ void RadixFrontQueue::insert_front(Key128 w, uint64_t target) {
       lo = mid + 1;
     }
   }
-  front_.insert(front_.begin() + static_cast<ptrdiff_t>(lo), Entry{key_part(w), order_part(w), target});
+  front_.insert(lo, Entry{key_part(w), order_part(w), target});
 }
 
 void RadixFrontQueue::mark_nonempty(int b) {
@@ -180,7 +180,7 @@ void RadixFrontQueue::sort_into_front() {
     lo = std::min(lo, e.key);
     hi = std::max(hi, e.key);
   }
-  front_.resize(n);
+  front_.reset(n, front_max_);
   const int span_bits = std::bit_width(hi - lo);
   if (n > 256 || span_bits > 56) {
     sort_index_.resize(n);
@@ -298,7 +298,7 @@ void RadixFrontQueue::renumber() {
 // Removes every stale entry in place (order kept, bucket membership unchanged).
 void RadixFrontQueue::compact() {
   const auto stale = [this](const Entry& e) { return !live(e); };
-  front_.erase(std::remove_if(front_.begin(), front_.end(), stale), front_.end());
+  front_.truncate(std::remove_if(front_.begin(), front_.end(), stale));
   // In each bucket, live entries move forward over the stale ones (the write position never
   // passes the read position), then the blocks after the last written one are freed.
   for (int b = 0; b < kBuckets; ++b) {

@@ -34,7 +34,7 @@ void Simulation::cancel(EventId id) { queue_->cancel(id); }
 // constraints of one nearer (whose record a previous call asked for) now too, so that by the
 // time each fires its lines are in the cache.
 void Simulation::prefetch_ahead() const {
-  constexpr size_t kRecordAhead = 6, kUsesAhead = 3;
+  constexpr size_t kRecordAhead = 12, kUsesAhead = 5;
   const HandlerId fh = fluid_->handler();
   EventTarget t;
   if (queue_->peek(kRecordAhead, t) && t.handler == fh) fluid_->prefetch_record(t.arg);

@@ -40,14 +40,14 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     link_constraints_.push_back(c);
   }
   uint32_t n = topo_.num_gpus();
-  sm_.reserve(n);
-  hbm_.reserve(n);
+  num_gpus_ = n;
+  gpu_base_ = static_cast<uint32_t>(fluid.num_constraints());
   for (uint32_t g = 0; g < n; ++g) {
-    sm_.push_back(fluid.add_constraint(1.0));
-    hbm_.push_back(fluid.add_constraint(1.0));
+    fluid.add_constraint(1.0);  // SM pool
+    fluid.add_constraint(1.0);  // HBM
   }
   // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
-  const uint32_t first = links.empty() ? (n > 0 ? sm_[0].value : 0) : link_constraints_[0].value;
+  const uint32_t first = links.empty() ? gpu_base_ : link_constraints_[0].value;
   first_constraint_ = first;
   fluid.add_namer(sim::ConstraintId(first), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
   comm_active_.assign(n, 0);
@@ -76,20 +76,20 @@ double ClusterResources::roofline_seconds(double flops, double peak_flops, doubl
 
 sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes,
                                                double hbm_efficiency, sim::ActivityOwner* owner, uint64_t tag) {
-  SIM_ASSERT(gpu < sm_.size(), "kernel on an unknown GPU");
+  SIM_ASSERT(gpu < num_gpus_, "kernel on an unknown GPU");
   double tc = peak_flops > 0 ? flops / peak_flops : 0.0;
   double tm = bytes / (gpu_.hbm_bandwidth_Bps * hbm_efficiency);
   double t0 = std::max(tc, tm);
   if (t0 <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
-  sim::Use uses[2] = {{sm_[gpu], tc / t0}, {hbm_[gpu], tm / t0}};
+  sim::Use uses[2] = {{sm_pool(gpu), tc / t0}, {hbm(gpu), tm / t0}};
   return sim_.fluid().start(t0, uses, 1.0, owner, tag);
 }
 
 sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
                                                      sim::ActivityOwner* owner, uint64_t tag) {
-  SIM_ASSERT(gpu < sm_.size(), "kernel on an unknown GPU");
+  SIM_ASSERT(gpu < num_gpus_, "kernel on an unknown GPU");
   if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
-  sim::Use uses[2] = {{sm_[gpu], sm_load}, {hbm_[gpu], hbm_load}};
+  sim::Use uses[2] = {{sm_pool(gpu), sm_load}, {hbm(gpu), hbm_load}};
   return sim_.fluid().start(seconds, uses, 1.0, owner, tag);
 }
 
@@ -126,14 +126,14 @@ void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double
 }
 
 void ClusterResources::fail_gpu(uint32_t gpu) {
-  SIM_ASSERT(gpu < sm_.size(), "fail_gpu on an unknown GPU");
+  SIM_ASSERT(gpu < num_gpus_, "fail_gpu on an unknown GPU");
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
     if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link_constraints_[i], false, sim::DownPolicy::kStall);
   gpu_failed_[gpu] = 1;
-  fluid.set_up(sm_[gpu], false, sim::DownPolicy::kFail);
-  fluid.set_up(hbm_[gpu], false, sim::DownPolicy::kFail);
+  fluid.set_up(sm_pool(gpu), false, sim::DownPolicy::kFail);
+  fluid.set_up(hbm(gpu), false, sim::DownPolicy::kFail);
 }
 
 
@@ -149,8 +149,8 @@ void ClusterResources::set_link_speed(uint32_t link, double speed) {
 }
 
 void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
-  SIM_ASSERT(gpu < sm_.size() && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
-  if (gpu_speed_.empty()) gpu_speed_.assign(sm_.size(), 1.0);
+  SIM_ASSERT(gpu < num_gpus_ && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
+  if (gpu_speed_.empty()) gpu_speed_.assign(num_gpus_, 1.0);
   gpu_speed_[gpu] = speed;
   apply_gpu_capacity(gpu);
 }
@@ -158,13 +158,13 @@ void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
 // SM and HBM capacity: the GPU's speed, less what a running communication kernel holds.
 void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
   const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
-  double sm = speed, hbm = speed;
+  double sm_cap = speed, hbm_cap = speed;
   if (comm_active_[gpu] > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
-    sm *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
-    hbm *= 1.0 - opt_.comm_hbm_fraction;
+    sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
+    hbm_cap *= 1.0 - opt_.comm_hbm_fraction;
   }
-  sim_.fluid().set_capacity(sm_[gpu], sm);
-  sim_.fluid().set_capacity(hbm_[gpu], hbm);
+  sim_.fluid().set_capacity(sm_pool(gpu), sm_cap);
+  sim_.fluid().set_capacity(hbm(gpu), hbm_cap);
 }
 
 void ClusterResources::comm_begin(uint32_t gpu) {

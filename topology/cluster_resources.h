@@ -40,8 +40,10 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   sim::Simulation& simulation() { return sim_; }
 
   sim::ConstraintId link(uint32_t link_index) const { return link_constraints_[link_index]; }
-  sim::ConstraintId sm_pool(uint32_t gpu) const { return sm_[gpu]; }
-  sim::ConstraintId hbm(uint32_t gpu) const { return hbm_[gpu]; }
+  // A GPU's SM pool and HBM are constraints gpu_base_ + 2 gpu and + 1 (computed, not looked up:
+  // a table would be one more cache miss per kernel at 16k GPUs).
+  sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu); }
+  sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu + 1); }
 
   // A link's nominal capacity: its bandwidth times its kind's efficiency (bytes/s).
   double link_capacity(uint32_t link) const;
@@ -86,8 +88,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   GpuSpec gpu_;
   HardwareProfile opt_;
   std::vector<sim::ConstraintId> link_constraints_;
-  std::vector<sim::ConstraintId> sm_;
-  std::vector<sim::ConstraintId> hbm_;
+  uint32_t num_gpus_ = 0;
+  uint32_t gpu_base_ = 0;  // the first GPU's SM pool
   std::vector<uint32_t> comm_active_;
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)
   std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)

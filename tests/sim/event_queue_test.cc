@@ -429,6 +429,29 @@ TEST(EventQueueRadixFront, CompactionAcrossBlocksKeepsOrderAndBoundsStale) {
   EXPECT_EQ(drain_args(q), expected);
 }
 
+// The front moves the shorter side on an insert. After one refill the front holds times 1000,
+// 2000, ..., 256000 ns (last_ is 256000); pushes just under last_ go to its far end and pushes
+// just after the last pop to its near end, 600 of each (more than the room on either side, so
+// the run is re-centred too). Times are distinct and all pushes are known here, so the pop order
+// is just ascending time: 1001, then the near pushes 1002.., interleaved with the refilled ones.
+TEST(EventQueueRadixFront, InsertsAtBothEndsOfTheFrontKeepTimeOrder) {
+  RadixFrontQueue q;
+  std::vector<int64_t> times;
+  for (int64_t i = 1; i <= 256; ++i) times.push_back(1000 * i);
+  for (int64_t t : times) q.push(Time::ns(t), target(static_cast<uint32_t>(t)));
+  ASSERT_EQ(q.pop().time, Time::ns(1000));  // refills the front with all 256
+  for (int64_t k = 0; k < 600; ++k) {
+    times.push_back(255'000 + 1 + k);  // far end: between 255000 and 256000
+    q.push(Time::ns(times.back()), target(static_cast<uint32_t>(times.back())));
+    times.push_back(1000 + 1 + k);  // near end: between the last pop and 2000
+    q.push(Time::ns(times.back()), target(static_cast<uint32_t>(times.back())));
+  }
+  times.erase(times.begin());  // 1000 was popped
+  std::sort(times.begin(), times.end());
+  std::vector<uint32_t> expected(times.begin(), times.end());
+  EXPECT_EQ(drain_args(q), expected);
+}
+
 TEST(EventQueueFactory, DefaultIsAvailable) {
   const std::unique_ptr<EventQueue> q = make_event_queue(kDefaultQueue);
   ASSERT_NE(q, nullptr);

@@ -245,6 +245,54 @@ TEST(FluidModel, ReusedSlotWithMoreUsesKeepsOtherActivitiesIntact) {
   for (int i = 11; i <= 19; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 0.0) << "link " << i;
 }
 
+// A constraint's user list holds two users in its record and grows to the heap beyond; removing
+// users from the middle must keep the others' positions right. Ten flows share one 100 B/s link
+// (10 B/s each); ending flows 1, 4 and 7 leaves seven at 100/7 B/s; then flows with 5, 6 and 9
+// uses (pool regions of 8, 8 and 16 uses) start, end and start again, reusing freed regions: each
+// alone on its own links of 10*(i+1) B/s runs at its slowest link's capacity.
+TEST(FluidModel, UserListsAndUseRegionsSurviveGrowthAndReuse) {
+  Simulation s(1);
+  FluidModel& f = s.fluid();
+  const ConstraintId shared = f.add_constraint(100.0);
+  std::vector<ActivityId> flows;
+  const Use one[] = {{shared, 1.0}};
+  for (uint32_t i = 0; i < 10; ++i) flows.push_back(f.start(1e9, one, kUnbounded, nullptr, i));
+  f.settle();
+  for (ActivityId a : flows) EXPECT_DOUBLE_EQ(f.rate(a), 10.0);
+  EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
+  for (uint32_t i : {1u, 4u, 7u}) f.cancel(flows[i]);
+  f.settle();
+  for (uint32_t i = 0; i < 10; ++i)
+    if (i != 1 && i != 4 && i != 7) EXPECT_DOUBLE_EQ(f.rate(flows[i]), 100.0 / 7.0) << "flow " << i;
+  EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
+
+  std::vector<ConstraintId> l;
+  for (int i = 0; i < 30; ++i) l.push_back(f.add_constraint(10.0 * (i + 1)));
+  auto route = [&](int first, int count) {
+    std::vector<Use> u;
+    for (int i = first; i < first + count; ++i) u.push_back(Use{l[i], 1.0});
+    return u;
+  };
+  const std::vector<Use> r5 = route(0, 5), r6 = route(5, 6), r9 = route(11, 9);
+  for (int round = 0; round < 3; ++round) {
+    auto a = f.start(1e9, r5, kUnbounded, nullptr, 20);
+    auto b = f.start(1e9, r6, kUnbounded, nullptr, 21);
+    auto c = f.start(1e9, r9, kUnbounded, nullptr, 22);
+    f.settle();
+    EXPECT_DOUBLE_EQ(f.rate(a), 10.0) << "round " << round;   // link 0
+    EXPECT_DOUBLE_EQ(f.rate(b), 60.0) << "round " << round;   // link 5
+    EXPECT_DOUBLE_EQ(f.rate(c), 120.0) << "round " << round;  // link 11
+    for (int i = 0; i < 20; ++i)
+      EXPECT_DOUBLE_EQ(f.load(l[i]), i < 5 ? 10.0 : i < 11 ? 60.0 : 120.0) << "round " << round << " link " << i;
+    // End them in a different order each round, so the regions come back in different orders.
+    std::vector<ActivityId> order = {a, b, c};
+    std::rotate(order.begin(), order.begin() + round, order.end());
+    for (ActivityId x : order) f.cancel(x);
+    f.settle();
+    for (int i = 0; i < 20; ++i) EXPECT_DOUBLE_EQ(f.load(l[i]), 0.0) << "round " << round << " link " << i;
+  }
+}
+
 TEST(FluidModel, ResolveTouchesOnlyTheChangedComponent) {
   Simulation s(1);
   // 1000 independent links, one flow each: 1000 components.
