@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "sim/event_handler.h"
+#include "sim/huge_pages.h"
 #include "sim/ids.h"
 #include "sim/time.h"
 
@@ -297,17 +298,17 @@ class FluidModel : public EventHandler {
   void set_effective(uint32_t c);  // from capacity and settings_; marks it dirty if used
   double current_load(const ConstraintRec& r) const;
 
-  std::vector<ConstraintRec> constraints_;
-  std::vector<Settings> settings_;  // per constraint
+  BigVector<ConstraintRec> constraints_;
+  BigVector<Settings> settings_;  // per constraint
   std::unordered_map<uint32_t, std::string> names_;  // the constraints given a name
   struct NamerRange {
     uint32_t first, count;
     const ConstraintNamer* namer;
   };
   std::vector<NamerRange> namers_;
-  std::vector<ActivityRec> activities_;
-  std::vector<OwnerRec> owners_;    // per activity slot
-  std::vector<UseRec> use_pool_;    // the running activities' uses regions, and free ones
+  BigVector<ActivityRec> activities_;
+  BigVector<OwnerRec> owners_;    // per activity slot
+  BigVector<UseRec> use_pool_;    // the running activities' uses regions, and free ones
   std::array<std::vector<uint32_t>, 33> free_regions_;  // [k]: free regions of 2^k uses
   std::vector<uint32_t> free_activities_;
   std::vector<uint32_t> dirty_;

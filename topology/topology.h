@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/huge_pages.h"
 #include "sim/time.h"
 
 namespace topo {
@@ -186,7 +187,7 @@ class Topology {
   uint32_t node_of(uint32_t gpu) const { return gpu / gpus_per_node_; }
   uint32_t num_vertices() const { return static_cast<uint32_t>(vertex_names_.size()); }
   const std::string& vertex_name(uint32_t v) const { return vertex_names_.at(v); }
-  const std::vector<Link>& links() const { return links_; }
+  const sim::BigVector<Link>& links() const { return links_; }
 
   // Fills out with the links from src_gpu to dst_gpu (empty when equal) and their summed latency.
   // flow_hash only matters where the topology offers equal choices (kFlowHash uplinks, edge-list
@@ -229,10 +230,10 @@ class Topology {
   uint32_t num_gpus_ = 0;
   uint32_t gpus_per_node_ = 1;
   std::vector<std::string> vertex_names_;
-  std::vector<Link> links_;
+  sim::BigVector<Link> links_;
   // links_[l].latency again, densely: route() sums it for every flow, and at 16k GPUs the Link
   // records far outgrow the caches (a quarter of the lines to miss on).
-  std::vector<sim::Time> link_latency_;
+  sim::BigVector<sim::Time> link_latency_;
 
   // Cluster: scale-up. GPU g: up link su_link_base_ + 2g, down link su_link_base_ + 2g + 1;
   // node n's switch is vertex su_vertex_base_ + n.

@@ -30,6 +30,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/huge_pages.h"
 #include "sim/event_handler.h"
 #include "sim/fluid.h"
 #include "sim/simulation.h"
@@ -284,9 +285,9 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<std::vector<sim::Time>> host_ready_;
   sim::HandlerId handler_;
   std::vector<uint8_t> uniform_comm_;  // per comm: its groups share plans (generated, members alike)
-  std::vector<RankState> ranks_;
-  std::vector<StreamState> streams_;
-  std::vector<sim::ActivityId> running_;  // per (rank, stream), like streams_: the kernel while it runs
+  sim::BigVector<RankState> ranks_;
+  sim::BigVector<StreamState> streams_;
+  sim::BigVector<sim::ActivityId> running_;  // per (rank, stream), like streams_: the kernel while it runs
   struct Memory {
     int64_t now = 0, peak = 0;
   };
@@ -298,7 +299,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint8_t> free_done_;
   std::vector<std::vector<OpTimes>> op_times_;  // per rank, with record_op_times
   uint16_t ncat_ = 0;
-  std::vector<double> cat_s_;  // per rank x category
+  sim::BigVector<double> cat_s_;  // per rank x category
   // Communicators: groups (instances) and sequence counters.
   std::vector<uint32_t> inst_base_;  // per comm, into gather_
   std::vector<Gather> gather_;
