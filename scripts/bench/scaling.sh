@@ -4,19 +4,23 @@
 # pods of 3,072 GPUs), simulated expanded (every rank) and symmetric (one data-parallel replica),
 # each run alone on one core: GPUs, events, user CPU seconds, events per CPU second, max RSS.
 #
-#   scripts/bench/scaling.sh [--expanded-max GPUS] [SIZES...]
+#   scripts/bench/scaling.sh [--expanded-max GPUS] [--repeat N] [SIZES...]
 #
 # SIZES are GPU counts (multiples of 128; default 1024 2048 4096 8192 16384 131072). Expanded runs
-# above --expanded-max (default 16384) are skipped: at 131,072 GPUs one takes minutes.
+# above --expanded-max (default 16384) are skipped: at 131,072 GPUs one takes minutes. --repeat N
+# runs each point N times and reports the least user CPU (a shared VM's speed drifts by tens of
+# percent from minute to minute; the least is the run least disturbed) and the largest max RSS.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$root/build/clustersim"
+bin="${CLUSTERSIM_BIN:-$root/build/clustersim}"  # CLUSTERSIM_BIN: another build, for paired runs
 expanded_max=16384
+repeat=1
 sizes=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --expanded-max) expanded_max="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
@@ -32,11 +36,16 @@ for gpus in "${sizes[@]}"; do
   nodes=$((gpus / 8)); dp=$((gpus / 128)); pods=$(( (nodes + 383) / 384 ))
   for fidelity in expanded symmetric; do
     if [[ $fidelity == expanded ]] && (( gpus > expanded_max )); then continue; fi
-    /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" run "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet \
-      --json "$tmp/out.json" --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
-      --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
-      --set "workload.fidelity=$fidelity"
-    read -r cpu rss_kb < "$tmp/time"
+    cpu=""; rss_kb=0
+    for ((k = 0; k < repeat; ++k)); do
+      /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" run "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet \
+        --json "$tmp/out.json" --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
+        --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
+        --set "workload.fidelity=$fidelity"
+      read -r c r < "$tmp/time"
+      if [[ -z $cpu ]] || awk "BEGIN{exit !($c < $cpu)}"; then cpu=$c; fi
+      (( r > rss_kb )) && rss_kb=$r
+    done
     python3 - "$tmp/out.json" "$gpus" "$fidelity" "$cpu" "$rss_kb" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
