@@ -285,7 +285,7 @@ void FluidModel::solve_component(uint32_t seed) {
       rate = std::min(rate, c.effective / u.weight);
     }
     apply_rate(a, rate);
-    update_loads();
+    notify_watchers();
     return;
   }
 
@@ -382,7 +382,7 @@ void FluidModel::solve_component(uint32_t seed) {
     ActivityRec& ar = activities_[a];
     apply_rate(a, ar.fixed ? ar.new_rate : kUnbounded);
   }
-  update_loads();
+  notify_watchers();
 }
 
 double FluidModel::current_load(const ConstraintRec& r) const {
@@ -396,7 +396,7 @@ double FluidModel::current_load(const ConstraintRec& r) const {
 
 double FluidModel::load(ConstraintId c) const { return current_load(constraints_[c.value]); }
 
-void FluidModel::update_loads() {
+void FluidModel::notify_watchers() {
   // Watchers, for the watched constraints of the component whose load changed.
   for (uint32_t c : comp_constraints_) {
     const auto& r = constraints_[c];

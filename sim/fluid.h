@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -107,14 +108,19 @@ class FluidModel : public EventHandler {
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
   bool is_up(ConstraintId c) const { return settings_[c.value].up; }
-  // Sum of weight * rate over the activities using it now (rates as of the last settle).
+  // Sum of weight * rate over the activities using it now, at their rates as of the last settle
+  // (computed on demand, O(users): for tests and reports, not hot paths).
   double load(ConstraintId c) const;
   // Its name: as given, else from its namer, else "#<id>".
   std::string name(ConstraintId c) const;
   size_t num_constraints() const { return constraints_.size(); }
   // Watches every constraint whose `watched` flag is set (not owned).
   void set_watcher(ConstraintWatcher* w) { watcher_ = w; }
-  void watch(ConstraintId c, bool on = true) { constraints_[c.value].watched = on; }
+  // The watcher is told of changes from the current load on (not of the load it already has).
+  void watch(ConstraintId c, bool on = true) {
+    constraints_[c.value].watched = on;
+    if (on) settings_[c.value].told_load = current_load(constraints_[c.value]);
+  }
 
   // --- activities ------------------------------------------------------------------------------
   // Starts an activity now; its rate is decided at the next settle. work must be >= 0; an activity
@@ -178,6 +184,7 @@ class FluidModel : public EventHandler {
         heap_ = o.heap_;
         o.cap_ = kInline;
         o.size_ = 0;
+        std::construct_at(&o.inline_[0]);  // the source's inline array is its active member again
       } else {
         for (uint32_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
       }
@@ -215,7 +222,7 @@ class FluidModel : public EventHandler {
     uint32_t size_ = 0;
     uint32_t cap_ = kInline;
     union {
-      UserRef inline_[kInline];
+      UserRef inline_[kInline] = {};
       UserRef* heap_;
     };
   };
@@ -224,9 +231,9 @@ class FluidModel : public EventHandler {
   // caches and are touched in random order, so each record costs one miss, not two (Llama 3 405B
   // step on 16k GPUs: -15%). Capacity is here too, so that a capacity change (a communication
   // kernel starting on a GPU) touches only this line while the constraint is `plain` (up, speed
-  // 1); speed, up, the last load told to a watcher and the name live in settings_ and names_,
-  // read only when they change or for reports. Loads of unwatched constraints are not kept (load()
-  // sums them on demand).
+  // 1); speed, up and the name live in settings_ and names_, read only when they change or for
+  // reports, and so does the load last told to a watcher, read at each solve of a watched
+  // constraint. Loads of unwatched constraints are not kept (load() sums them on demand).
   struct alignas(64) ConstraintRec {
     double effective = 0.0;  // capacity * speed when up, else 0
     double capacity = 0.0;
@@ -290,7 +297,7 @@ class FluidModel : public EventHandler {
   void fail_users(uint32_t c);
   void solve_component(uint32_t seed_constraint);
   void apply_rate(uint32_t a, double new_rate);
-  void update_loads();  // of the constraints of the component just solved
+  void notify_watchers();  // of the watched constraints of the component just solved
   void schedule_completion(uint32_t a);
 
   Simulation& sim_;

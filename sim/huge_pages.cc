@@ -4,6 +4,21 @@
 #include <sys/mman.h>
 #endif
 
+#include <cstdint>
+
+// Under AddressSanitizer every block comes from operator new, so that the sanitizer sees the big
+// arrays too (a mapped block is invisible to it).
+#if defined(__SANITIZE_ADDRESS__)
+#define CLUSTERSIM_PLAIN_BIG_BLOCKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CLUSTERSIM_PLAIN_BIG_BLOCKS 1
+#endif
+#endif
+#if !defined(__linux__) || !defined(MADV_HUGEPAGE)
+#define CLUSTERSIM_PLAIN_BIG_BLOCKS 1
+#endif
+
 namespace sim {
 
 namespace {
@@ -11,22 +26,31 @@ size_t rounded(size_t bytes) { return (bytes + kHugeThreshold - 1) / kHugeThresh
 }  // namespace
 
 void* map_huge(size_t bytes) {
-#if defined(__linux__)
-  void* p = mmap(nullptr, rounded(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  (void)madvise(p, rounded(bytes), MADV_HUGEPAGE);  // advice only: ignored where THP is off
-  return p;
-#else
+#if defined(CLUSTERSIM_PLAIN_BIG_BLOCKS)
   return ::operator new(bytes, std::align_val_t(64));
+#else
+  // mmap promises only page alignment, and a huge page needs a 2 MiB-aligned address: map 2 MiB
+  // more, then give back the head before the first boundary and the tail after the block.
+  const size_t len = rounded(bytes);
+  void* raw = mmap(nullptr, len + kHugeThreshold, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugeThreshold - 1) / kHugeThreshold * kHugeThreshold;
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + len + kHugeThreshold;
+  if (end > aligned + len) munmap(reinterpret_cast<void*>(aligned + len), end - (aligned + len));
+  void* p = reinterpret_cast<void*>(aligned);
+  (void)madvise(p, len, MADV_HUGEPAGE);  // advice only: ignored where THP is off
+  return p;
 #endif
 }
 
 void unmap_huge(void* p, size_t bytes) {
-#if defined(__linux__)
-  munmap(p, rounded(bytes));
-#else
+#if defined(CLUSTERSIM_PLAIN_BIG_BLOCKS)
   (void)bytes;
   ::operator delete(p, std::align_val_t(64));
+#else
+  munmap(p, rounded(bytes));
 #endif
 }
 

@@ -17,7 +17,8 @@
 
 namespace sim {
 
-// Maps `bytes` (>= kHugeThreshold) advised for huge pages; throws std::bad_alloc on failure.
+// Maps `bytes` (>= kHugeThreshold) at a 2 MiB boundary, advised for huge pages; throws
+// std::bad_alloc on failure. Under AddressSanitizer, and without madvise, it is operator new.
 void* map_huge(size_t bytes);
 void unmap_huge(void* p, size_t bytes);
 inline constexpr size_t kHugeThreshold = size_t{2} << 20;

@@ -65,8 +65,8 @@ void RadixFrontQueue::append_block(Bucket& bucket) {
   bucket.end = bucket.tail + kBlockEntries;
 }
 
-// The front is descending: the new entry goes after every greater key. Near-term pushes land
-// near the back, so little moves.
+// The front is descending: the new entry goes after every greater key; Front::insert moves
+// whichever side of that point is shorter.
 void RadixFrontQueue::insert_front(Key128 w, uint64_t target) {
   size_t lo = 0;
   size_t hi = front_.size();

@@ -8,8 +8,9 @@
 //
 // Layout:
 // - front_: at most about front_max_ entries, sorted in descending key order; pop takes the back.
-//   Every front entry is <= last_; a push below last_ is put in place (binary search, then a
-//   short move: near-term pushes land near the back).
+//   Every front entry is <= last_; a push below last_ is put in place (binary search, then the
+//   shorter side moves by one: the sorted run sits inside a larger buffer with room at both ends;
+//   see Front).
 // - buckets_: every other entry, in radix-heap buckets relative to last_ (Ahuja, Mehlhorn,
 //   Orlin, Tarjan 1990): bucket by the highest kDigitBits-wide digit position where the key
 //   differs from last_ and the key's digit there. Bucket order is key order. A bucket is a chain

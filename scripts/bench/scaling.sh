@@ -19,11 +19,12 @@ sizes=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --expanded-max) expanded_max="$2"; shift 2 ;;
-    --repeat) repeat="$2"; shift 2 ;;
+    --repeat) repeat="${2:-}"; shift $(( $# > 1 ? 2 : 1 )) ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "scaling.sh: --repeat needs a whole number >= 1, got '$repeat'" >&2; exit 2; }
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(1024 2048 4096 8192 16384 131072)
 [[ -x "$bin" ]] || { echo "scaling.sh: build first (scripts/build.sh)" >&2; exit 2; }
 tmp="$(mktemp -d)"

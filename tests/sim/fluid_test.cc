@@ -254,10 +254,16 @@ TEST(FluidModel, UserListsAndUseRegionsSurviveGrowthAndReuse) {
   Simulation s(1);
   FluidModel& f = s.fluid();
   const ConstraintId shared = f.add_constraint(100.0);
+  const ConstraintId pair = f.add_constraint(30.0);  // two users: its list stays in the record
   std::vector<ActivityId> flows;
   const Use one[] = {{shared, 1.0}};
   for (uint32_t i = 0; i < 10; ++i) flows.push_back(f.start(1e9, one, kUnbounded, nullptr, i));
+  const Use on_pair[] = {{pair, 1.0}};
+  const ActivityId p0 = f.start(1e9, on_pair, kUnbounded, nullptr, 10);
+  const ActivityId p1 = f.start(1e9, on_pair, kUnbounded, nullptr, 11);
   f.settle();
+  EXPECT_DOUBLE_EQ(f.rate(p0), 15.0);
+  EXPECT_DOUBLE_EQ(f.load(pair), 30.0);
   for (ActivityId a : flows) EXPECT_DOUBLE_EQ(f.rate(a), 10.0);
   EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
   for (uint32_t i : {1u, 4u, 7u}) f.cancel(flows[i]);
@@ -266,8 +272,19 @@ TEST(FluidModel, UserListsAndUseRegionsSurviveGrowthAndReuse) {
     if (i != 1 && i != 4 && i != 7) EXPECT_DOUBLE_EQ(f.rate(flows[i]), 100.0 / 7.0) << "flow " << i;
   EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
 
+  // Thousands more constraints: the records of `shared` (users on the heap) and `pair` (inline)
+  // move when the array grows; both must keep their users.
   std::vector<ConstraintId> l;
   for (int i = 0; i < 30; ++i) l.push_back(f.add_constraint(10.0 * (i + 1)));
+  for (int i = 0; i < 5000; ++i) f.add_constraint(1.0);
+  EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
+  EXPECT_DOUBLE_EQ(f.load(pair), 30.0);
+  f.cancel(p1);  // p0 alone on the pair: 30 B/s
+  f.cancel(flows[0]);  // six left on the shared link: 100/6 B/s
+  f.settle();
+  EXPECT_DOUBLE_EQ(f.rate(p0), 30.0);
+  EXPECT_DOUBLE_EQ(f.rate(flows[9]), 100.0 / 6.0);
+  EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
   auto route = [&](int first, int count) {
     std::vector<Use> u;
     for (int i = first; i < first + count; ++i) u.push_back(Use{l[i], 1.0});

@@ -17,10 +17,15 @@ struct alignas(64) Record {
 
 TEST(HugePages, VectorGrownAcrossTheThresholdKeepsItsElements) {
   BigVector<Record> v;
-  constexpr uint64_t kN = 3 * (kHugeThreshold / sizeof(Record));  // ends in a 6 MiB block
+  constexpr uint64_t kN = 3 * (kHugeThreshold / sizeof(Record));  // 6 MiB of records
   for (uint64_t i = 0; i < kN; ++i) {
     v.push_back(Record{i, {}});
     ASSERT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u) << "after " << i + 1 << " elements";
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+    // A mapped block starts at a 2 MiB boundary (so that it can be backed by huge pages).
+    if (v.capacity() * sizeof(Record) >= kHugeThreshold)
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(v.data()) % kHugeThreshold, 0u) << "after " << i + 1 << " elements";
+#endif
   }
   for (uint64_t i = 0; i < kN; ++i) ASSERT_EQ(v[i].value, i);
   v.clear();
@@ -29,12 +34,17 @@ TEST(HugePages, VectorGrownAcrossTheThresholdKeepsItsElements) {
   for (uint64_t i = 0; i < kN / 2; ++i) ASSERT_EQ(v[i].value, 0u) << "value-initialised after reallocation";
 }
 
-TEST(HugePages, SmallBlocksUseTheOrdinaryAllocator) {
+TEST(HugePages, SmallBlocksAndCopiesAreIndependent) {
   BigVector<uint32_t> v(1000, 7);
   for (uint32_t x : v) ASSERT_EQ(x, 7u);
   BigVector<uint32_t> w = v;  // copies with the same allocator
   w[0] = 1;
   EXPECT_EQ(v[0], 7u);
+  BigVector<uint32_t> big(kHugeThreshold, 3);  // 8 MiB, mapped
+  BigVector<uint32_t> big_copy = big;
+  big_copy[12345] = 4;
+  EXPECT_EQ(big[12345], 3u);
+  EXPECT_EQ(big_copy[12345], 4u);
 }
 
 }  // namespace

@@ -486,7 +486,7 @@ void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) 
   sim::Time now = sim_.now();
   if (now <= st.free_since) return;
   double gap = (now - st.free_since).seconds();
-  double* cat = &cat_s_[static_cast<size_t>(rank) * ncat_];
+  double* cat = cat_s_.data() + static_cast<size_t>(rank) * ncat_;
   // The dependency that finished last is what stream 0 was waiting for.
   const DepRef* d = p.dep_refs(op);
   const StreamState* streams = &streams_[stream_base_[rank]];
@@ -869,7 +869,7 @@ void ProgramExecutor::prefetch(uint64_t tag) const {
   const auto end = reinterpret_cast<uintptr_t>(streams_.data() + stream_base_[rank + 1]);
   for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p), 1);
   __builtin_prefetch(&ranks_[rank], 1);
-  __builtin_prefetch(&cat_s_[static_cast<size_t>(rank) * ncat_], 1);
+  __builtin_prefetch(cat_s_.data() + static_cast<size_t>(rank) * ncat_, 1);
 }
 
 void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
