@@ -383,6 +383,30 @@ TEST(CollectiveTree, MultiNodeTreeOverNodesWithChains) {
   EXPECT_DOUBLE_EQ(p.phases[0].transfers[0].bytes, 50.0);
 }
 
+TEST(CollectiveTree, OneTreePerChannelLeavesThroughEachNic) {
+  // 4 nodes x 4 GPUs with 4 NICs: C = min(4, 4) = 4 channel trees, shapes 0, 1, 0, 1, heads at
+  // local c * 4 / 4 = c, each carrying S/4 = 25. Channel 2 is tree 0 (node parents 1->2, 3->2,
+  // 2->0) with heads GPU 4k + 2: inter-node edges 6->10, 14->10, 10->2, and its chain from the
+  // head through the rotated order 3, 0, 1: 3->2, 0->3, 1->0 in node 0. Channel 3 is tree 1
+  // (node parents 2->1, 0->1, 1->3) with heads 4k + 3: 11->7, 3->7, 7->15. Every inter-node edge
+  // of channel c joins two GPUs of local index c, so the four trees use the four NICs. Depth 2
+  // node levels + 3 along the chain = 5: 10 steps.
+  const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kTree, iota_group(16), 100.0),
+                                  nodes_of(4, 4));
+  ASSERT_EQ(p.phases[0].transfers.size(), 4u);
+  for (uint32_t c = 0; c < 4; ++c) {
+    const auto& t = p.phases[0].transfers[c];
+    EXPECT_DOUBLE_EQ(t.bytes, 25.0) << "channel " << c;
+    EXPECT_EQ(t.latency_steps, 10u) << "channel " << c;
+    for (auto [a, b] : t.hops)
+      if (a / 4 != b / 4) EXPECT_TRUE(a % 4 == c && b % 4 == c) << "channel " << c << " edge " << a << "->" << b;
+  }
+  const auto s2 = hop_set(p.phases[0].transfers[2].hops);
+  for (auto e : Hops{{6, 10}, {14, 10}, {10, 2}, {3, 2}, {0, 3}, {1, 0}}) EXPECT_TRUE(s2.count(e)) << e.first << "->" << e.second;
+  const auto s3 = hop_set(p.phases[0].transfers[3].hops);
+  for (auto e : Hops{{11, 7}, {3, 7}, {7, 15}}) EXPECT_TRUE(s3.count(e)) << e.first << "->" << e.second;
+}
+
 TEST(CollectiveTree, BroadcastAndReduceUseOneTreeRootedAtGroupFront) {
   // Group {5,1,2,3}: positions 0..3, tree 1->2, 3->2, 2->0 rooted at position 0 = GPU 5.
   // Broadcast hops parent->child: 5->2, 2->1, 2->3; reduce the reverse. S bytes, depth 2 steps.
@@ -719,15 +743,17 @@ TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
   //  hierarchical: 2 * (14 us + 7/8 S / 450e9 = 2.0878313e-3) = 4.2036626e-3;
   //        rails 94 * 6 us + 2*47/48 * S/8 / 50e9 = 5.64e-4 + 5.2568610e-3 = 5.8208610e-3;
   //        total 10.0245236e-3 s.
-  //  tree: an inner node's head sends to its parent and two children through one NIC (B/3):
-  //        156 us + (S/2) / (50e9/3) = 156 us + 32.2 ms = 32.4 ms.
+  //  tree: one tree per channel, C = min(8 NICs, 8 GPUs) = 8, each carrying S/8 and leaving its
+  //        nodes through its own head's NIC; an inner node's head sends to its parent and two
+  //        children through that NIC (B/3): 156 us + (S/8) / (50e9/3) = 156 us + 8.053 ms =
+  //        8.21 ms (with the two trees of the old lowering, S/2 each: 32.4 ms).
   const CostHints h;
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(384), kGiB),
                                   nodes_of(8, 8), h);
   EXPECT_EQ(p.algorithm, Algorithm::kRing) << p.note;
   EXPECT_NEAR(estimate_seconds(p, nodes_of(8, 8), h), 7.2697281e-3, 1e-9);
   EXPECT_NE(p.note.find("hierarchical/Simple 10 ms"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("tree/Simple 32.4 ms"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("tree/Simple 8.21 ms"), std::string::npos) << p.note;
 }
 
 TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {
@@ -737,8 +763,8 @@ TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {
   // 1 KiB: tree 2 * (6 + 7) * 6 us = 156 us, ahead of hierarchical and the ring's 1022 * 6 us.
   // 1 GiB: ring 1022 steps at 2.5 us (448 hops inside nodes at 2 us, 64 across at 6 us) = 2.555
   //        ms + 2*511/512 * S/8 / 50e9 = 5.3582 ms: 7.913 ms, ahead of hierarchical
-  //        (2 * 2.1018 + 0.756 + 1.96875 * S/8 / 50e9 = 10.2445 ms) and the tree (one NIC shared
-  //        three ways, ~32 ms).
+  //        (2 * 2.1018 + 0.756 + 1.96875 * S/8 / 50e9 = 10.2445 ms) and the tree (8 channel trees of
+  //        S/8, each head's NIC shared three ways: 156 us + 8.05 ms = 8.21 ms).
   const auto small = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(512), 1024.0),
                                       nodes_of(8, 8));
   EXPECT_EQ(small.algorithm, Algorithm::kTree) << small.note;

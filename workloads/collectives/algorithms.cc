@@ -176,18 +176,18 @@ uint32_t position_depth(uint32_t r, uint32_t n, int which) {
 
 // Tree `which` over the group. Multi-node groups with the same number G > 1 of GPUs on every node
 // follow NCCL's layout: the binary tree spans nodes, and inside each node the GPUs hang off the
-// node's head as a chain (NCCL's tree is "a chain inside the node, a tree between nodes"). Tree 0
-// uses local index 0 as head, tree 1 local index G/2, so with rails the two trees leave through
-// different NICs; the chain continues from the head through the rotated local order. Everything
-// else (one node, one GPU per node, uneven groups) gets the binary tree over group order.
-Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, int which,
+// node's head as a chain (NCCL's tree is "a chain inside the node, a tree between nodes"). The
+// head is local index `head` (mod G), so trees with different heads leave through different NICs
+// when the node has rails; the chain continues from the head through the rotated local order.
+// Everything else (one node, one GPU per node, uneven groups) gets the binary tree over group order.
+Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, int which, uint32_t head_index,
                 std::string* note) {
   const NodeLayout l = node_layout(group, shape);
   Tree t;
   if (l.members.size() > 1 && l.uniform && l.per_node > 1) {
     const uint32_t nodes = static_cast<uint32_t>(l.members.size());
     const uint32_t g = l.per_node;
-    const uint32_t head = which == 0 ? 0 : g / 2;
+    const uint32_t head = head_index % g;
     uint32_t node_depth = 0;
     for (uint32_t k = 0; k < nodes; ++k) {
       const auto& m = l.members[k];
@@ -213,19 +213,33 @@ Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, i
   return t;
 }
 
-// A double binary tree all-reduce of `bytes` over `group`: each tree reduces half the buffer up
-// and broadcasts it down, both pipelined, so one transfer per tree over every edge in both
-// directions, 2 x depth steps. Appends the two transfers to `ph`.
+// A double binary tree all-reduce of `bytes` over `group`: each tree reduces its share of the
+// buffer up and broadcasts it down, both pipelined, so one transfer per tree over every edge in
+// both directions, 2 x depth steps. On several nodes with G > 1 GPUs each there is one tree per
+// channel, C = max(2, min(NICs, G)) of them, alternating the two tree shapes, with channel c's
+// head at local index c G / C: as NCCL lays its tree channels over the node's NICs (each channel
+// has its own tree and leaves the node through its own NIC; NCCL src/graph/trees.cc,
+// connect.cc), so every rail carries tree traffic, not just two. Each channel carries bytes / C.
+// Elsewhere the two trees of the double binary tree carry half each. Appends the transfers.
 void add_double_tree_allreduce(const std::vector<uint32_t>& group, const ClusterShape& shape, double bytes, Phase& ph,
                                std::string* note) {
-  const Tree trees[2] = {build_tree(group, shape, 0, note), build_tree(group, shape, 1, note)};
-  const uint32_t depth = std::max(trees[0].depth, trees[1].depth);
+  const NodeLayout l = node_layout(group, shape);
+  uint32_t channels = 2;
+  if (l.members.size() > 1 && l.uniform && l.per_node > 1)
+    channels = std::max<uint32_t>(2, std::min(std::max<uint32_t>(1, shape.nics_per_node), l.per_node));
+  const uint32_t g = std::max<uint32_t>(1, l.per_node);
+  std::vector<Tree> trees;
+  trees.reserve(channels);
+  for (uint32_t c = 0; c < channels; ++c)
+    trees.push_back(build_tree(group, shape, static_cast<int>(c % 2), c * g / channels, note));
+  uint32_t depth = 0;
+  for (const Tree& t : trees) depth = std::max(depth, t.depth);
   for (const Tree& t : trees) {
     std::vector<Hop> hops;
     hops.reserve(2 * t.child_to_parent.size());
     for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(c, p);
     for (const auto& [c, p] : t.child_to_parent) hops.emplace_back(p, c);
-    ph.transfers.push_back(make_transfer(std::move(hops), bytes / 2.0, 2 * depth));
+    ph.transfers.push_back(make_transfer(std::move(hops), bytes / static_cast<double>(channels), 2 * depth));
   }
 }
 
@@ -433,7 +447,7 @@ CollectivePlan lower_tree(const CollectiveRequest& req, const ClusterShape& shap
     add_double_tree_allreduce(req.group, shape, req.bytes, ph, &plan.note);
   } else {
     // Broadcast / reduce: one tree rooted at group[0] (position 0 of tree 0) carrying S.
-    const Tree t = build_tree(req.group, shape, 0, &plan.note);
+    const Tree t = build_tree(req.group, shape, 0, 0, &plan.note);
     std::vector<Hop> hops;
     for (const auto& [c, p] : t.child_to_parent) {
       if (req.op == CollectiveOp::kBroadcast) hops.emplace_back(p, c);
