@@ -110,11 +110,7 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
     free_activities_.pop_back();
     // The next start takes the slot below; it may have been freed long ago (a collective's
     // flows start many at once), so ask for its record now.
-    if (!free_activities_.empty()) {
-      const char* p = reinterpret_cast<const char*>(&activities_[free_activities_.back()]);
-      __builtin_prefetch(p, 1);
-      __builtin_prefetch(p + 64, 1);
-    }
+    if (!free_activities_.empty()) prefetch_activity(free_activities_.back());
   } else {
     a = static_cast<uint32_t>(activities_.size());
     activities_.emplace_back();

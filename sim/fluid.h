@@ -148,9 +148,7 @@ class FluidModel : public EventHandler {
   // Neither changes anything (a stale or reused index just fetches a line for nothing).
   void prefetch_record(uint32_t a) const {
     if (a >= activities_.size()) return;
-    const char* p = reinterpret_cast<const char*>(&activities_[a]);
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 64);
+    prefetch_activity(a);
     __builtin_prefetch(&owners_[a]);
   }
   void prefetch_uses(uint32_t a) const {
@@ -285,6 +283,12 @@ class FluidModel : public EventHandler {
     ActivityOwner* owner = nullptr;
     uint64_t tag = 0;
   };
+  // Both lines of an activity's record (a hint; `a` must be a slot).
+  void prefetch_activity(uint32_t a) const {
+    const char* p = reinterpret_cast<const char*>(&activities_[a]);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
+  }
   UseRec* use_data(ActivityRec& r) { return r.num_uses <= kInlineUses ? r.inline_uses : use_pool_.data() + r.uses_at; }
   std::span<UseRec> uses(ActivityRec& r) { return {use_data(r), r.num_uses}; }
   std::span<const UseRec> uses(const ActivityRec& r) const {

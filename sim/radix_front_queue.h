@@ -60,6 +60,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -137,7 +138,7 @@ class RadixFrontQueue final : public EventQueue {
   // right, entries toward the front (keys just under last_, typically a rescheduled kernel's
   // completion) shift left. A plain vector moved everything in front of the insertion point,
   // nearly the whole front for the far keys (Llama 3 405B step on 16k GPUs: 5-7% of the run in
-  // memmove). When the side to move into is full, the run is re-centred in a buffer at least
+  // memmove). When the side to move into is full, the run is re-centred, in a buffer at least
   // four times its size.
   class Front {
    public:
@@ -177,12 +178,17 @@ class RadixFrontQueue final : public EventQueue {
     }
 
    private:
+    // In place while the buffer is at least 4n + 4 (no allocation once the front has grown).
     void recentre() {
-      std::vector<Entry> fresh(std::max<size_t>(buf_.size(), 4 * size() + 4));
       const size_t n = size();
-      const size_t at = (fresh.size() - n) / 2;
-      std::copy(begin(), end(), fresh.begin() + static_cast<ptrdiff_t>(at));
-      buf_.swap(fresh);
+      if (buf_.size() < 4 * n + 4) {
+        std::vector<Entry> fresh(4 * n + 4);
+        std::copy(begin(), end(), fresh.begin());
+        buf_.swap(fresh);
+        lo_ = 0;
+      }
+      const size_t at = (buf_.size() - n) / 2;
+      std::memmove(buf_.data() + at, buf_.data() + lo_, n * sizeof(Entry));  // Entry: three integers
       lo_ = at;
       hi_ = at + n;
     }

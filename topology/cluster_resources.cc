@@ -40,7 +40,6 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     link_constraints_.push_back(c);
   }
   uint32_t n = topo_.num_gpus();
-  num_gpus_ = n;
   gpu_base_ = static_cast<uint32_t>(fluid.num_constraints());
   for (uint32_t g = 0; g < n; ++g) {
     fluid.add_constraint(1.0);  // SM pool
@@ -76,7 +75,7 @@ double ClusterResources::roofline_seconds(double flops, double peak_flops, doubl
 
 sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes,
                                                double hbm_efficiency, sim::ActivityOwner* owner, uint64_t tag) {
-  SIM_ASSERT(gpu < num_gpus_, "kernel on an unknown GPU");
+  SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
   double tc = peak_flops > 0 ? flops / peak_flops : 0.0;
   double tm = bytes / (gpu_.hbm_bandwidth_Bps * hbm_efficiency);
   double t0 = std::max(tc, tm);
@@ -87,7 +86,7 @@ sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, doubl
 
 sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
                                                      sim::ActivityOwner* owner, uint64_t tag) {
-  SIM_ASSERT(gpu < num_gpus_, "kernel on an unknown GPU");
+  SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
   if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
   sim::Use uses[2] = {{sm_pool(gpu), sm_load}, {hbm(gpu), hbm_load}};
   return sim_.fluid().start(seconds, uses, 1.0, owner, tag);
@@ -126,7 +125,7 @@ void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double
 }
 
 void ClusterResources::fail_gpu(uint32_t gpu) {
-  SIM_ASSERT(gpu < num_gpus_, "fail_gpu on an unknown GPU");
+  SIM_ASSERT(gpu < topo_.num_gpus(), "fail_gpu on an unknown GPU");
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
@@ -149,8 +148,8 @@ void ClusterResources::set_link_speed(uint32_t link, double speed) {
 }
 
 void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
-  SIM_ASSERT(gpu < num_gpus_ && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
-  if (gpu_speed_.empty()) gpu_speed_.assign(num_gpus_, 1.0);
+  SIM_ASSERT(gpu < topo_.num_gpus() && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
+  if (gpu_speed_.empty()) gpu_speed_.assign(topo_.num_gpus(), 1.0);
   gpu_speed_[gpu] = speed;
   apply_gpu_capacity(gpu);
 }

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -450,6 +451,34 @@ TEST(EventQueueRadixFront, InsertsAtBothEndsOfTheFrontKeepTimeOrder) {
   std::sort(times.begin(), times.end());
   std::vector<uint32_t> expected(times.begin(), times.end());
   EXPECT_EQ(drain_args(q), expected);
+}
+
+// A front that stays small while inserts keep landing at its far end runs out of room on that
+// side and is re-centred inside its own buffer. After the refill (256 entries, 1000..256000 ns)
+// and 200 pops, 56 remain; then 500 times: push 255000 + 1 + k (just under last_ = 256000, so
+// at the far end) and pop the least. Each pop must be the least time pending, worked out here.
+TEST(EventQueueRadixFront, FarInsertsIntoASmallFrontKeepTimeOrder) {
+  RadixFrontQueue q;
+  std::multiset<int64_t> pending;
+  for (int64_t i = 1; i <= 256; ++i) {
+    q.push(Time::ns(1000 * i), target(static_cast<uint32_t>(i)));
+    pending.insert(1000 * i);
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(q.pop().time, Time::ns(*pending.begin()));
+    pending.erase(pending.begin());
+  }
+  for (int64_t k = 0; k < 500; ++k) {
+    q.push(Time::ns(255'001 + k), target(0));
+    pending.insert(255'001 + k);
+    ASSERT_EQ(q.pop().time, Time::ns(*pending.begin())) << "round " << k;
+    pending.erase(pending.begin());
+  }
+  while (!pending.empty()) {
+    ASSERT_EQ(q.pop().time, Time::ns(*pending.begin()));
+    pending.erase(pending.begin());
+  }
+  EXPECT_TRUE(q.empty());
 }
 
 TEST(EventQueueFactory, DefaultIsAvailable) {

@@ -107,6 +107,12 @@ void append_note(std::string& note, const std::string& more) {
   note += more;
 }
 
+// Channels over a node's rails for a group with G GPUs on each node: one per NIC, at most G (a
+// channel leaves the node through its own GPU's NIC).
+uint32_t rail_channels(const ClusterShape& shape, uint32_t g) {
+  return std::min(std::max<uint32_t>(1, shape.nics_per_node), g);
+}
+
 // The rings NCCL would run, one per channel. On one node, or on a group with one GPU per node,
 // a single ring in group order. On several nodes with G group GPUs each, C = min(NICs, G)
 // channels; ring c visits the nodes in order and each node's GPUs rotated to start at local
@@ -123,7 +129,7 @@ std::vector<std::vector<uint32_t>> ring_sequences(const std::vector<uint32_t>& g
   }
   if (l.members.size() <= 1 || l.per_node <= 1) return {group};
   const uint32_t g = l.per_node;
-  const uint32_t channels = std::min(std::max<uint32_t>(1, shape.nics_per_node), g);
+  const uint32_t channels = rail_channels(shape, g);
   std::vector<std::vector<uint32_t>> rings(channels);
   for (uint32_t c = 0; c < channels; ++c) {
     rings[c].reserve(group.size());
@@ -180,9 +186,8 @@ uint32_t position_depth(uint32_t r, uint32_t n, int which) {
 // head is local index `head` (mod G), so trees with different heads leave through different NICs
 // when the node has rails; the chain continues from the head through the rotated local order.
 // Everything else (one node, one GPU per node, uneven groups) gets the binary tree over group order.
-Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, int which, uint32_t head_index,
+Tree build_tree(const std::vector<uint32_t>& group, const NodeLayout& l, int which, uint32_t head_index,
                 std::string* note) {
-  const NodeLayout l = node_layout(group, shape);
   Tree t;
   if (l.members.size() > 1 && l.uniform && l.per_node > 1) {
     const uint32_t nodes = static_cast<uint32_t>(l.members.size());
@@ -224,14 +229,13 @@ Tree build_tree(const std::vector<uint32_t>& group, const ClusterShape& shape, i
 void add_double_tree_allreduce(const std::vector<uint32_t>& group, const ClusterShape& shape, double bytes, Phase& ph,
                                std::string* note) {
   const NodeLayout l = node_layout(group, shape);
-  uint32_t channels = 2;
-  if (l.members.size() > 1 && l.uniform && l.per_node > 1)
-    channels = std::max<uint32_t>(2, std::min(std::max<uint32_t>(1, shape.nics_per_node), l.per_node));
+  const bool multi_node = l.members.size() > 1 && l.uniform && l.per_node > 1;
+  const uint32_t channels = multi_node ? std::max<uint32_t>(2, rail_channels(shape, l.per_node)) : 2;
   const uint32_t g = std::max<uint32_t>(1, l.per_node);
   std::vector<Tree> trees;
   trees.reserve(channels);
   for (uint32_t c = 0; c < channels; ++c)
-    trees.push_back(build_tree(group, shape, static_cast<int>(c % 2), c * g / channels, note));
+    trees.push_back(build_tree(group, l, static_cast<int>(c % 2), c * g / channels, note));
   uint32_t depth = 0;
   for (const Tree& t : trees) depth = std::max(depth, t.depth);
   for (const Tree& t : trees) {
@@ -447,7 +451,7 @@ CollectivePlan lower_tree(const CollectiveRequest& req, const ClusterShape& shap
     add_double_tree_allreduce(req.group, shape, req.bytes, ph, &plan.note);
   } else {
     // Broadcast / reduce: one tree rooted at group[0] (position 0 of tree 0) carrying S.
-    const Tree t = build_tree(req.group, shape, 0, 0, &plan.note);
+    const Tree t = build_tree(req.group, node_layout(req.group, shape), 0, 0, &plan.note);
     std::vector<Hop> hops;
     for (const auto& [c, p] : t.child_to_parent) {
       if (req.op == CollectiveOp::kBroadcast) hops.emplace_back(p, c);
