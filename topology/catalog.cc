@@ -89,6 +89,7 @@ const std::vector<GpuSpec>& gpu_table() {
       // Architecture whitepaper, 2022); NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Hopper 141 GB/s.
       g.nvlink_sharp = true;
       g.ll_max_bandwidth_Bps = 141 * kGiga;
+      g.nvls_channels = 16;  // NCCL v2.26.2-1 src/transport/nvls.cc NVLS_NCHANNELS_SM90
       g.source = "NVIDIA H100 SXM5 spec table (via hpctech.co.jp, glennklockwood.com); Llama 3 arXiv 2407.21783 §3.3.1";
       t.push_back(g);
     }
@@ -108,6 +109,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.power_W = 700;                         // [V2]
       g.nvlink_sharp = true;                  // as H100 (same NVSwitch generation)
       g.ll_max_bandwidth_Bps = 141 * kGiga;   // NCCL v2.23.4 tuning.cc llMaxBws, Hopper
+      g.nvls_channels = 16;                   // NCCL v2.26.2-1 src/transport/nvls.cc, SM90
       g.source = "NVIDIA H200 SXM vendor pages (NVIDIA H200 product page)";
       t.push_back(g);
     }
@@ -130,6 +132,8 @@ const std::vector<GpuSpec>& gpu_table() {
       // NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Blackwell 2 x 141 GB/s.
       g.nvlink_sharp = true;
       g.ll_max_bandwidth_Bps = 282 * kGiga;
+      // NCCL v2.26.2-1 src/transport/nvls.cc NVLS_NCHANNELS_SM100 (v2.29 uses 24 inside one node).
+      g.nvls_channels = 32;
       g.source = "NVIDIA B200 / HGX B200 vendor page (marked [R])";
       t.push_back(g);
     }

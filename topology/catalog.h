@@ -51,6 +51,9 @@ struct GpuSpec {
   // does not apply.
   bool nvlink_sharp = false;
   double ll_max_bandwidth_Bps = 0;
+  // NCCL's NVLS channels on this part where nvlink_sharp (NVLS_NCHANNELS_SM90 / _SM100 in
+  // src/transport/nvls.cc); 0 elsewhere.
+  uint32_t nvls_channels = 0;
   std::string source;  // where the numbers come from
 };
 

@@ -74,13 +74,14 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   // NVLS where the NVSwitch reduces (catalog nvlink_sharp). NCCL v2.23.4's model gives 8 H100s
   // an NVLS algorithm bandwidth of 16 channels x 20 GB/s x 5/6 = 267 GB/s; an NVLS all-reduce
   // moves S(n+1)/n per port (collective.h), so 267 GB/s x 9/8 = 300 GB/s of each 450 GB/s port:
-  // 0.667. Its latency: NCCL's model says 25 us (tuning.cc hwLat NVLink NVLS), which leaves
-  // 16-256 MiB NVLS all-reduces 10-35% faster than measured; 56 us (59 us with the one step's
-  // Simple latency and route) is the least-squares fit (relative error) to one published curve,
-  // xxrjun/nccl-tests-cluster's 8x H100 all_reduce_perf with NCCL 2.29.2, 32 MiB-16 GiB (max
-  // error 3.4%); tests check it against other curves (NVIDIA/dgxc-benchmarking's).
+  // 0.667. Its latency is NCCL's model's, 25 us (NVIDIA/nccl v2.26.2-1 src/graph/tuning.cc hwLat,
+  // NVLink, NVLS and NVLSTree, Simple); what mid-size NVLS all-reduces take beyond it is the
+  // pipeline's fill, modelled from NCCL's chunking (collective.h). Its channels are the part's
+  // (catalog), its largest chunk NCCL's default NCCL_NVLS_CHUNKSIZE, 128 KiB (src/transport/nvls.cc).
   p.nvls_efficiency = gpu.nvlink_sharp ? 0.667 : 0.0;
-  p.nvls_latency = sim::Time::ns(56000);
+  p.nvls_latency = sim::Time::ns(25000);
+  p.nvls_channels = gpu.nvls_channels > 0 ? gpu.nvls_channels : 16;
+  p.nvls_chunk = 128 * 1024;
   // Channels: 24 "coll channels" on 8x H100 (NCCL INFO log of an AWS p5.48xlarge, and
   // NVIDIA/nccl#1197: 12 rings of 30 GB/s, doubled by ncclTopoDupChannels to 24 of 15 GB/s).
   p.nccl_channels = 24;
@@ -184,6 +185,12 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   p.nvls_latency = latency("nvls_latency", p.nvls_latency);
   p.nvls_efficiency = m.get_double_in("nvls_efficiency", 0.0, 1.0, p.nvls_efficiency);
   p.nccl_channels = static_cast<uint32_t>(m.get_int_in("nccl_channels", 1, 64, p.nccl_channels));
+  p.nvls_channels = static_cast<uint32_t>(m.get_int_in("nvls_channels", 1, 64, p.nvls_channels));
+  {
+    const double c = m.get_bytes("nvls_chunk", p.nvls_chunk);
+    if (c < 4096 || c > (64 << 20)) m.child("nvls_chunk").fail("must be between 4 KiB and 64 MiB");
+    p.nvls_chunk = c;
+  }
   if (p.nvls_efficiency > 0 && !nvlink_sharp)
     m.child("nvls_efficiency").fail("this accelerator's switch does not reduce in-network (no NVLink SHARP); use 0");
   {

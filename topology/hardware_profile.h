@@ -67,7 +67,11 @@ struct HardwareProfile {
   sim::Time ll128_launch = sim::Time::ns(14000);
   double ll_max_bandwidth = 0;  // B/s; 0: no cap
   double nvls_efficiency = 0;
-  sim::Time nvls_latency = sim::Time::ns(56000);
+  sim::Time nvls_latency = sim::Time::ns(25000);
+  // NVLS's pipeline (collective.h): its channels (NCCL_NVLS_NCHANNELS) and largest chunk
+  // (NCCL_NVLS_CHUNKSIZE), which set the bytes one loop of the pipeline moves.
+  uint32_t nvls_channels = 16;
+  double nvls_chunk = 128 * 1024;
   uint32_t nccl_channels = 24;  // ring/tree channels; small collectives use fewer (collective.h)
   uint32_t comm_sms = 16;                         // SMs a communication kernel holds (0: no slowdown)
   double comm_hbm_fraction = 0.05;                // share of HBM bandwidth communication takes

@@ -14,7 +14,12 @@ cases=[('h100-1node-allreduce-nvls-dgxc.tsv','all-reduce','auto',8),
        ('h100-1node-reducescatter-ring-together.tsv','reduce-scatter','auto',8<<20),
        ('h100-1node-allreduce-mpi-xxrjun.tsv','all-reduce','auto',0),
        ('h100-1node-allgather-mpi-xxrjun.tsv','all-gather','auto',0),
-       ('h100-1node-reducescatter-mpi-xxrjun.tsv','reduce-scatter','auto',0)]
+       ('h100-1node-reducescatter-mpi-xxrjun.tsv','reduce-scatter','auto',0),
+       # Several DGX H100 nodes, one 400 Gb/s NIC per GPU, 8 rails, non-blocking leaf/spine.
+       ('h100-2node-allreduce-default-nebius-dstack.tsv','all-reduce','auto',8,2),
+       ('h100-2node-allreduce-default-nebius-dstack.tsv','all-reduce','nvls-tree',8,2),
+       ('h100-10node-allreduce-mpi-xxrjun.tsv','all-reduce','auto',0,10),
+       ('h100-10node-allreduce-mpi-xxrjun.tsv','all-reduce','nvls-tree',0,10)]
 def load(f):
     rows=[]
     for l in open(root+f):
@@ -28,12 +33,15 @@ if len(sys.argv) < 2:
 tmp=tempfile.mkdtemp()
 for binary in sys.argv[1:]:
     print('==',binary)
-    for f,op,alg,frm in cases:
+    for f,op,alg,frm,*rest in cases:
+        nodes=rest[0] if rest else 1
         rows=[r for r in load(f) if r[0]>=frm]
         sizes=', '.join(str(s)+'B' for s,_ in rows)
+        net='' if nodes==1 else (', scale_out: {kind: fat-tree, nic_bandwidth: 400Gbps, rails: 8, tiers: '
+                                 f'[{{name: leaf, nodes: {nodes}}}, {{name: spine, leafs: 1, oversubscription: 1}}]}}')
         y=f"""name: c
 seed: 1
-cluster: {{gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {{kind: nvswitch}}}}
+cluster: {{gpu: h100-sxm, nodes: {nodes}, gpus_per_node: 8, scale_up: {{kind: nvswitch}}{net}}}
 workload:
   kind: collectives
   iterations: 1

@@ -27,6 +27,12 @@ TEST(HardwareProfile, DefaultsComeFromTheCatalogEntry) {
   EXPECT_DOUBLE_EQ(default_profile(find_gpu("h100-sxm")).vector_efficiency, 67.0 / 989);
   EXPECT_EQ(default_profile(find_gpu("h100-sxm")).comm_sms, 16u);
   EXPECT_EQ(default_profile(find_gpu("tpu-v5p")).comm_sms, 0u);
+  // NVLS channels: NCCL's NVLS_NCHANNELS_SM90 16 and _SM100 32 (src/transport/nvls.cc v2.26.2);
+  // its latency NCCL's 25 us (tuning.cc).
+  EXPECT_EQ(default_profile(find_gpu("h100-sxm")).nvls_channels, 16u);
+  EXPECT_EQ(default_profile(find_gpu("b200")).nvls_channels, 32u);
+  EXPECT_EQ(default_profile(find_gpu("h100-sxm")).nvls_latency, sim::Time::us(25));
+  EXPECT_DOUBLE_EQ(default_profile(find_gpu("h100-sxm")).nvls_chunk, 131072.0);
   // The catalog entry decides, not its name: a renamed copy of the A100 keeps 0.66.
   GpuSpec g = find_gpu("a100-sxm");
   g.name = "my-a100";
@@ -50,12 +56,14 @@ TEST_F(ProfileFiles, FileThenScenarioOverridesAndEveryFieldResolved) {
         "cluster:\n"
         "  gpu: h100-sxm\n"
         "  nodes: 1\n"
-        "  profile: {file: prof.yaml, step_overhead: 1.5us}\n");
+        "  profile: {file: prof.yaml, step_overhead: 1.5us, nvls_chunk: 256KiB, nvls_channels: 8}\n");
   auto doc = sim::ConfigDoc::load_file((dir_ / "s.yaml").string());
   ClusterConfig c = bind_cluster(doc.root().child("cluster"));
   EXPECT_DOUBLE_EQ(c.profile.gemm_efficiency, 0.7);                 // from the file
   EXPECT_EQ(c.profile.nic_latency, sim::Time::ns(2000));            // from the file
   EXPECT_EQ(c.profile.step_overhead, sim::Time::ns(1500));          // the scenario wins
+  EXPECT_DOUBLE_EQ(c.profile.nvls_chunk, 262144.0);
+  EXPECT_EQ(c.profile.nvls_channels, 8u);
   EXPECT_DOUBLE_EQ(c.profile.attention_efficiency, 0.55);           // the default
   EXPECT_EQ(c.spec.scale_out.fat_tree.nic_latency, sim::Time::ns(2000));  // the topology uses it
   std::string resolved = doc.resolved_yaml();

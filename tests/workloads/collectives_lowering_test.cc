@@ -847,6 +847,77 @@ TEST(CollectiveNvls, NvlsTreeOnTwoNodesPipelinesSwitchAndRailTrees) {
   }
 }
 
+TEST(CollectiveNvls, LoopBytesFollowNcclsChunking) {
+  // 16 channels x 8 heads = 128 concurrent chunks (NCCL v2.26.2 calcCollChunking).
+  CommCosts c;
+  c.nvls_channels = 16;
+  c.nvls_chunk_bytes = 131072;
+  const double MiB = 1 << 20;
+  // NVLS: 128 KiB from 64 x 16 MiB = 1 GiB; 64 KiB from 8 x 8 MiB = 64 MiB; 32 KiB from
+  // 2 x 4 MiB = 8 MiB; 16 KiB below.
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 1024 * MiB, 1, 8, c), 128 * 131072.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 1023 * MiB, 1, 8, c), 128 * 65536.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 64 * MiB, 1, 8, c), 128 * 65536.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 63 * MiB, 1, 8, c), 128 * 32768.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 8 * MiB, 1, 8, c), 128 * 32768.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 7 * MiB, 1, 8, c), 128 * 16384.0);
+  // NVLSTree on 2 nodes: 128 KiB from 4 x 16 MiB = 64 MiB; 64 KiB from 8 MiB; 32 KiB below.
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 64 * MiB, 2, 8, c), 128 * 131072.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 63 * MiB, 2, 8, c), 128 * 65536.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 8 * MiB, 2, 8, c), 128 * 65536.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 7 * MiB, 2, 8, c), 128 * 32768.0);
+  // From 4 nodes at most 64 KiB; a larger NCCL_NVLS_CHUNKSIZE (1 MiB) shrinks to 256 KiB below
+  // 32 x 128 MiB on 2 nodes.
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 8192 * MiB, 4, 8, c), 128 * 65536.0);
+  c.nvls_chunk_bytes = 1 << 20;
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 4096 * MiB, 2, 8, c), 128.0 * (1 << 20));
+  // NVLS starts from Simple's 512 KiB step: 128 x 512 KiB = 64 MiB loops from 64 x 64 MiB = 4 GiB.
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 4096 * MiB, 1, 8, c), 128 * 524288.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvls, 4095 * MiB, 1, 8, c), 128 * 65536.0);
+  EXPECT_DOUBLE_EQ(nvls_loop_bytes(Algorithm::kNvlsTree, 4095 * MiB, 2, 8, c), 128 * 262144.0);
+}
+
+TEST(CollectiveNvls, PhasesWaitThePipelineFill) {
+  // NVLS at 300 GB/s per port (0.667 x 450 GB/s), NICs at 47 GB/s, 16 channels, 128 KiB chunks.
+  CostHints h;
+  h.scale_up_Bps = 450e9;
+  h.inter_node_Bps = 47e9;
+  h.costs.nvls_efficiency = 0.667;
+  h.costs.nvls_channels = 16;
+  h.costs.nvls_chunk_bytes = 131072;
+  const double nvls_Bps = 0.667 * 450e9;
+  const double MiB = 1 << 20;
+  ClusterShape s = nodes_of(8, 8);
+  s.nvls = true;
+  // One node, 1 GiB: 16 MiB loops; three switch stages of 16 MiB x 9/8 / 300.15 GB/s = 62.9 us,
+  // less the slowest: 2 x 62.9 = 125.8 us.
+  const auto one = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(8), 1024 * MiB), s, h);
+  EXPECT_NEAR(one.phases[0].fill_s, 2 * 16 * MiB * 9 / 8 / nvls_Bps, 1e-12);
+  // A buffer smaller than a loop fills with the buffer: 1 MiB (loop 2 MiB).
+  const auto small = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvls, iota_group(8), MiB), s, h);
+  EXPECT_NEAR(small.phases[0].fill_s, 2 * MiB * 9 / 8 / nvls_Bps, 1e-12);
+  // Two nodes, 64 MiB: 16 MiB loops; switch stages 62.9 us, one tree level up and down, each a
+  // loop's 2 MiB shard through a NIC at 47 GB/s = 44.6 us: 3 x 62.9 + 2 x 44.6 - 62.9 = 215 us.
+  const auto two =
+      lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvlsTree, iota_group(16), 64 * MiB), s, h);
+  const double sw = 16 * MiB * 9 / 8 / nvls_Bps, net = 2 * MiB / 47e9;
+  EXPECT_NEAR(two.phases[0].fill_s, 2 * sw + 2 * net, 1e-12);
+  EXPECT_NEAR(two.phases[0].fill_s, 215e-6, 0.5e-6);
+  // The estimate waits it too: the same plan without its fill is that much faster.
+  CollectivePlan no_fill = two;
+  no_fill.phases[0].fill_s = 0;
+  EXPECT_NEAR(estimate_seconds(two, s, h) - estimate_seconds(no_fill, s, h), two.phases[0].fill_s, 1e-12);
+  // Ring, tree and a neutral cost model have none.
+  EXPECT_EQ(lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kRing, iota_group(16), 64 * MiB), s, h)
+                .phases[0]
+                .fill_s,
+            0.0);
+  EXPECT_EQ(lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kNvlsTree, iota_group(16), 64 * MiB), s)
+                .phases[0]
+                .fill_s,
+            0.0);
+}
+
 TEST(CollectiveProtocols, AutoPicksTheFastestEstimateAndLLIsCapped) {
   // 8 ranks on a switch, 100 GB/s links; a step costs 1 us with Simple and 0.2 us with LL (LL's
   // step latency replaces Simple's), no launch latency; LL carries half payload and is capped at

@@ -56,6 +56,8 @@ RuntimeOptions runtime_options_for(const topo::ClusterResources& res) {
   c.channels = p.nccl_channels;
   c.nvls_efficiency = p.nvls_efficiency;
   c.nvls_launch_s = p.nvls_latency.seconds();
+  c.nvls_channels = p.nvls_channels;
+  c.nvls_chunk_bytes = p.nvls_chunk;
   ro.scale_up_Bps = res.gpu_spec().scale_up_bandwidth_Bps;
   return ro;
 }

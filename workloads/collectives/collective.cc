@@ -156,10 +156,39 @@ void validate(const CollectiveRequest& req) {
 
 CollectivePlan build_pattern(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape);
 
-CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape) {
+// NVLS and NVLS-tree phases wait their pipeline's fill (collective.h): the stages' times for one
+// loop less the slowest's. Switch stages (scatter, reduce, gather) move a loop's S(G+1)/G share
+// of each port at NVLS's rate; each network level, up then down the tree, a loop's S/G shard
+// through a NIC, twice that inside trees of more than two nodes. No NVLS rate in the hints (a
+// neutral cost model): no fill.
+void set_pipeline_fill(CollectivePlan& plan, const CostHints& hints) {
+  if (plan.algorithm != Algorithm::kNvls && plan.algorithm != Algorithm::kNvlsTree) return;
+  const double nvls_Bps = hints.costs.nvls_efficiency * hints.scale_up_Bps;
+  if (!(nvls_Bps > 0.0) || plan.ranks == 0) return;
+  for (Phase& ph : plan.phases) {
+    uint32_t nodes = 0;
+    uint32_t levels = 0;  // the trees' depth: a tree transfer pays 2 x depth latency steps
+    for (const Transfer& t : ph.transfers) {
+      if (t.in_switch) ++nodes;
+      else levels = std::max(levels, t.latency_steps / 2);
+    }
+    if (nodes == 0) continue;
+    const uint32_t heads = plan.ranks / nodes;
+    const double g = static_cast<double>(heads);
+    const double loop = std::min(plan.bytes, nvls_loop_bytes(plan.algorithm, plan.bytes, nodes, heads, hints.costs));
+    const double switch_s = loop * (g + 1.0) / g / nvls_Bps;
+    double net_s = 0.0;
+    if (levels > 0 && hints.inter_node_Bps > 0.0) net_s = (nodes > 2 ? 2.0 : 1.0) * loop / g / hints.inter_node_Bps;
+    const double stages_s = 3.0 * switch_s + 2.0 * levels * net_s;
+    ph.fill_s = stages_s - std::max(switch_s, net_s);
+  }
+}
+
+CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
   CollectivePlan plan = build_pattern(a, req, shape);
   plan.bytes = req.bytes;
   plan.ranks = static_cast<uint32_t>(req.group.size());
+  set_pipeline_fill(plan, hints);
   return plan;
 }
 
@@ -222,7 +251,7 @@ CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, c
   // A torus is built for per-dimension rings; a ring in group order would zig-zag across it.
   if (shape.torus && implements(Algorithm::kTorus, req.op) &&
       collective_detail::shape_problem(Algorithm::kTorus, req, shape).empty()) {
-    CollectivePlan plan = build(Algorithm::kTorus, req, shape);
+    CollectivePlan plan = build(Algorithm::kTorus, req, shape, hints);
     plan.note = "auto: torus (est " + format_seconds(estimate_seconds(plan, shape, hints)) +
                 "; per-dimension rings on a torus shape)";
     return plan;
@@ -238,7 +267,7 @@ CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, c
     if (a == Algorithm::kTree && one_node) continue;
     if ((a == Algorithm::kNvls || a == Algorithm::kNvlsTree) && hints.costs.nvls_efficiency <= 0.0) continue;
     if (!protocol_applies(a, req.protocol)) continue;
-    CollectivePlan plan = build(a, req, shape);
+    CollectivePlan plan = build(a, req, shape, hints);
     if (plan.algorithm != a) continue;  // degraded to another candidate (hierarchical on one node)
     pick_protocol(plan, req.protocol, shape, hints);
     const double t = estimate_seconds(plan, shape, hints);
@@ -384,9 +413,31 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape
   if (req.algorithm == Algorithm::kAuto) return choose(req, shape, hints);
   const std::string problem = collective_detail::shape_problem(req.algorithm, req, shape);
   if (!problem.empty()) fail(req, problem);
-  CollectivePlan plan = build(req.algorithm, req, shape);
+  CollectivePlan plan = build(req.algorithm, req, shape, hints);
   pick_protocol(plan, req.protocol, shape, hints);
   return plan;
+}
+
+double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads, const CommCosts& costs) {
+  const double ops = static_cast<double>(costs.nvls_channels) * static_cast<double>(std::max<uint32_t>(1, heads));
+  double chunk = costs.nvls_chunk_bytes;
+  auto shrink = [&](double loops, double above) {
+    if (bytes < loops * ops * chunk && chunk > above) chunk = above;
+  };
+  if (a == Algorithm::kNvlsTree) {
+    if (nodes >= 4) chunk = std::min(chunk, 65536.0);
+    shrink(32, 262144);
+    shrink(16, 131072);
+    shrink(4, 65536);
+    shrink(1, 32768);
+  } else {
+    // NVLS starts from Simple's step (the 4 MiB buffer over NCCL_STEPS = 8), capped at the chunk.
+    chunk = std::min(chunk, 524288.0);
+    shrink(64, 65536);
+    shrink(8, 32768);
+    shrink(2, 16384);
+  }
+  return ops * chunk;
 }
 
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape) {
@@ -481,7 +532,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
       const double move_s = t.bytes > 0.0 && rate > 0.0 ? t.bytes / rate : 0.0;
       phase_s = std::max(phase_s, static_cast<double>(t.latency_steps) * std::max(0.0, step_s) + move_s);
     }
-    total += phase_s;
+    total += phase_s + ph.fill_s;
   }
   const bool nvls = plan.algorithm == Algorithm::kNvls || plan.algorithm == Algorithm::kNvlsTree;
   if (!plan.phases.empty()) total += nvls ? hints.costs.nvls_launch_s : proto.launch_s;

@@ -28,6 +28,18 @@
 // of each rail all-reduce their S/G shard across nodes on double binary trees (their NICs), all
 // pipelined: one phase whose in-switch transfers and trees run at once.
 //
+// Pipeline fill (NVLS and NVLS-tree). NCCL's NVLS kernels (src/device/all_reduce.h) move a buffer
+// in loops: each channel takes one chunk per head GPU, and warp groups hand each chunk on through
+// buffers: scatter into the switch, reduce in it, gather out; NVLS-tree adds the network tree's
+// levels up and down between reduce and gather. A fluid transfer moves every byte at the
+// bottleneck's pace from the start; the pipeline instead needs the first loop to pass every stage
+// before the last loop can leave the slowest one, so a phase also waits its fill: the sum of the
+// stages' times for one loop less the slowest stage's. Each switch stage moves a loop through
+// every GPU's port at NVLS's rate; each network level moves a loop's S/G-shard share through a
+// NIC (twice that where a node is inside a tree of more than two nodes, as NCCL's model halves
+// NVLSTree's inter-node bandwidth there). A loop is channels x heads x chunk bytes, the chunk
+// shrinking for smaller buffers as NCCL's calcCollChunking shrinks it (nvls_loop_bytes).
+//
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer of all-reduce/broadcast/reduce, the total
 // (n x per-rank chunk) of all-gather output and reduce-scatter input, and the total a rank sends
 // in all-to-all. algbw = bytes / time; busbw = algbw x bus_factor(op, n) (nccl-tests PERFORMANCE.md).
@@ -100,6 +112,8 @@ struct CommCosts {
   ProtocolCost simple{};
   double nvls_efficiency = 0.0;  // NVLS port rate as a fraction of the scale-up bandwidth; 0: off
   double nvls_launch_s = 0.0;    // NVLS latency per collective
+  uint32_t nvls_channels = 16;   // NVLS's channels (NCCL_NVLS_NCHANNELS)
+  double nvls_chunk_bytes = 131072.0;  // NVLS's largest chunk (NCCL_NVLS_CHUNKSIZE)
   uint32_t channels = 1;         // NCCL's ring/tree channels ("coll channels" in NCCL's INFO log)
   const ProtocolCost& of(Protocol p) const { return p == Protocol::kLL ? ll : p == Protocol::kLL128 ? ll128 : simple; }
   // The fraction of the channels a collective of `bytes` (nccl-tests size) on `ranks` ranks runs
@@ -116,6 +130,9 @@ struct Transfer {
 
 struct Phase {
   std::vector<Transfer> transfers;
+  // Pipeline fill (NVLS, NVLS-tree; see the top of this file): every transfer of the phase waits
+  // it on top of its latency steps. 0 for the other algorithms.
+  double fill_s = 0.0;
 };
 
 struct CollectivePlan {
@@ -164,6 +181,15 @@ CollectivePlan lower_collective(const CollectiveRequest& req, const ClusterShape
 // What lower_collective would throw for this request, without building a plan; empty when it
 // can be lowered (scenario binding uses it to point at the offending YAML node).
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape);
+
+// The bytes one loop of NCCL's NVLS (a = kNvls) or NVLSTree (kNvlsTree) all-reduce pipeline moves
+// for a buffer of `bytes`: channels x heads x chunk, the chunk as NCCL v2.26.2-1's
+// calcCollChunking (src/enqueue.cc) picks it (the same rules from v2.23.4 to v2.29.2): NVLS at
+// most Simple's 512 KiB step, then 64 KiB
+// below 64 loops of the largest chunk, 32 KiB below 8 loops, 16 KiB below 2; NVLSTree at most
+// 64 KiB from 4 nodes, then 256 / 128 / 64 / 32 KiB below 32 / 16 / 4 / 1 loops. `heads` is the
+// group's GPUs per node.
+double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads, const CommCosts& costs);
 
 // Alpha-beta estimate of a plan's time in seconds under the hints, with the plan's protocol (used
 // by kAuto and tests).

@@ -100,6 +100,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
                               ? opt_.costs.nvls_efficiency * opt_.scale_up_Bps
                               : sim::kUnbounded;
   const bool copies = in.copies && !in.copies->gpu_offsets.empty() && !intra_node_aligned(in);
+  const sim::Time fill = sim::Time::from_seconds(ph.fill_s);
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
     const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
@@ -134,7 +135,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     // tree's steps run down its deepest path, so they pay the largest.
     const sim::Time hop_latency =
         path_latency ? max_latency : sim::Time::ns(sum_latency.count_ns() / static_cast<int64_t>(std::max<size_t>(1, tr.hops.size())));
-    sim::Time latency = launch + (step + hop_latency) * tr.latency_steps;
+    sim::Time latency = launch + (step + hop_latency) * tr.latency_steps + fill;
     run.moving = false;
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
