@@ -65,20 +65,9 @@ void RadixFrontQueue::append_block(Bucket& bucket) {
   bucket.end = bucket.tail + kBlockEntries;
 }
 
-// The front is descending: the new entry goes after every greater key; Front::insert moves
-// whichever side of that point is shorter.
+// The front is descending: the new entry goes after every greater key (Front::insert).
 void RadixFrontQueue::insert_front(Key128 w, uint64_t target) {
-  size_t lo = 0;
-  size_t hi = front_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (wide(front_[mid]) < w) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  front_.insert(lo, Entry{key_part(w), order_part(w), target});
+  front_.insert(Entry{key_part(w), order_part(w), target});
 }
 
 void RadixFrontQueue::mark_nonempty(int b) {
@@ -180,21 +169,23 @@ void RadixFrontQueue::sort_into_front() {
     lo = std::min(lo, e.key);
     hi = std::max(hi, e.key);
   }
-  front_.reset(n, front_max_);
+  sorted_.resize(n);
   const int span_bits = std::bit_width(hi - lo);
   if (n > 256 || span_bits > 56) {
     sort_index_.resize(n);
     for (size_t i = 0; i < n; ++i) sort_index_[i] = i;
     std::sort(sort_index_.begin(), sort_index_.end(),
               [this](uint64_t a, uint64_t b) { return wide(gathered_[a]) > wide(gathered_[b]); });
-    for (size_t i = 0; i < n; ++i) front_[i] = gathered_[sort_index_[i]];
+    for (size_t i = 0; i < n; ++i) sorted_[i] = gathered_[sort_index_[i]];
+    front_.assign(sorted_);
     return;
   }
   // As few passes of at most 8 bits as the span needs, the bits split evenly between them: fewer
   // counters to clear and sum than 8 bits a pass (an 18-bit span: 3 passes of 64 counters).
   const int passes = (span_bits + 7) / 8;
   if (passes == 0) {
-    std::reverse_copy(gathered_.begin(), gathered_.end(), front_.begin());
+    std::reverse_copy(gathered_.begin(), gathered_.end(), sorted_.begin());
+    front_.assign(sorted_);
     return;
   }
   const int digit_bits = (span_bits + passes - 1) / passes;
@@ -222,7 +213,8 @@ void RadixFrontQueue::sort_into_front() {
   }
   uint32_t* const c = count.data() + (passes - 1) * bins;
   const int shift = 8 + (passes - 1) * digit_bits;
-  for (const uint64_t v : *src) front_[n - 1 - c[v >> shift & mask]++] = gathered_[v & 0xFF];
+  for (const uint64_t v : *src) sorted_[n - 1 - c[v >> shift & mask]++] = gathered_[v & 0xFF];
+  front_.assign(sorted_);
 }
 
 // Leaves the live minimum at the back of the front. Only when size_ > 0.
@@ -271,8 +263,9 @@ uint64_t RadixFrontQueue::next_order(uint32_t slot) {
 void RadixFrontQueue::renumber() {
   std::vector<Entry> all;
   all.reserve(size_);
-  for (const Entry& e : front_)
+  front_.for_each([&](const Entry& e) {
     if (live(e)) all.push_back(e);
+  });
   front_.clear();
   for (int b = 0; b < kBuckets; ++b) {
     const Bucket& bucket = buckets_[b];
@@ -298,7 +291,7 @@ void RadixFrontQueue::renumber() {
 // Removes every stale entry in place (order kept, bucket membership unchanged).
 void RadixFrontQueue::compact() {
   const auto stale = [this](const Entry& e) { return !live(e); };
-  front_.truncate(std::remove_if(front_.begin(), front_.end(), stale));
+  front_.remove_if(stale);
   // In each bucket, live entries move forward over the stale ones (the write position never
   // passes the read position), then the blocks after the last written one are freed.
   for (int b = 0; b < kBuckets; ++b) {
@@ -388,7 +381,7 @@ PoppedEvent RadixFrontQueue::pop() {
   // Clearing the popped slot's liveness bit is a random write; start fetching the bit of an
   // entry a few pops ahead (the front is sorted, so it is known now).
   if (front_.size() >= kPopAhead) {
-    const uint32_t ahead = slot_of(front_[front_.size() - kPopAhead].order);
+    const uint32_t ahead = slot_of(front_.from_back(kPopAhead - 1).order);
     __builtin_prefetch(&pending_[ahead >> 6], 1);
   }
   popped_key_ = e.key;

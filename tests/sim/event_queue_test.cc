@@ -430,10 +430,9 @@ TEST(EventQueueRadixFront, CompactionAcrossBlocksKeepsOrderAndBoundsStale) {
   EXPECT_EQ(drain_args(q), expected);
 }
 
-// The front moves the shorter side on an insert. After one refill the front holds times 1000,
-// 2000, ..., 256000 ns (last_ is 256000); pushes just under last_ go to its far end and pushes
-// just after the last pop to its near end, 600 of each (more than the room on either side, so
-// the run is re-centred too). Times are distinct and all pushes are known here, so the pop order
+// Inserts at both ends of the front. After one refill the front holds times 1000, 2000, ...,
+// 256000 ns (last_ is 256000); pushes just under last_ go to its far end and pushes just after
+// the last pop to its near end, 600 of each (its first and last leaves split again and again). Times are distinct and all pushes are known here, so the pop order
 // is just ascending time: 1001, then the near pushes 1002.., interleaved with the refilled ones.
 TEST(EventQueueRadixFront, InsertsAtBothEndsOfTheFrontKeepTimeOrder) {
   RadixFrontQueue q;
@@ -453,8 +452,8 @@ TEST(EventQueueRadixFront, InsertsAtBothEndsOfTheFrontKeepTimeOrder) {
   EXPECT_EQ(drain_args(q), expected);
 }
 
-// A front that stays small while inserts keep landing at its far end runs out of room on that
-// side and is re-centred inside its own buffer. After the refill (256 entries, 1000..256000 ns)
+// A front that stays small while inserts keep landing at its far end (its first leaf fills and
+// splits while the last one drains). After the refill (256 entries, 1000..256000 ns)
 // and 200 pops, 56 remain; then 500 times: push 255000 + 1 + k (just under last_ = 256000, so
 // at the far end) and pop the least. Each pop must be the least time pending, worked out here.
 TEST(EventQueueRadixFront, FarInsertsIntoASmallFrontKeepTimeOrder) {
@@ -479,6 +478,49 @@ TEST(EventQueueRadixFront, FarInsertsIntoASmallFrontKeepTimeOrder) {
     pending.erase(pending.begin());
   }
   EXPECT_TRUE(q.empty());
+}
+
+// A large front with inserts anywhere inside it: after the refill (256 entries, 1000..256000 ns)
+// 3,000 pushes at distinct pseudo-random times between the last pop and last_ (so all into the
+// front, splitting its leaves in the middle). peek(k) must then name the k-th least pending time
+// for k < 20 (across leaf boundaries). Then four in five of them are cancelled with no stale
+// slack (stale entries soon outnumber live ones, so compaction runs over the front's leaves), and
+// the drain must be in ascending time. Both worked out here from a sorted map.
+TEST(EventQueueRadixFront, InsertsInsideALargeFrontKeepOrderAndPeek) {
+  RadixFrontQueue q(RadixFrontQueue::kMaxSeq, /*stale_slack=*/0);
+  std::map<int64_t, uint32_t> pending;  // time -> target arg
+  for (uint32_t i = 1; i <= 256; ++i) {
+    q.push(Time::ns(1000 * int64_t{i}), target(i));
+    pending[1000 * int64_t{i}] = i;
+  }
+  ASSERT_EQ(q.pop().time, Time::ns(1000));
+  pending.erase(1000);
+  uint64_t x = 12345;
+  std::vector<std::pair<EventId, int64_t>> pushed;
+  for (uint32_t k = 0; k < 3000; ++k) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    int64_t t = 1001 + static_cast<int64_t>((x >> 33) % 254'998);  // inside (1000, 256000)
+    while (pending.count(t)) ++t;                                   // distinct times
+    const uint32_t arg = 1000 + k;
+    pushed.emplace_back(q.push(Time::ns(t), target(arg)), t);
+    pending[t] = arg;
+  }
+  ASSERT_EQ(q.next_time(), Time::ns(pending.begin()->first));
+  auto it = pending.begin();
+  for (size_t k = 0; k < 20; ++k, ++it) {
+    EventTarget t;
+    ASSERT_TRUE(q.peek(k, t)) << k;
+    EXPECT_EQ(t.arg, it->second) << "peek " << k;
+  }
+  for (size_t k = 0; k < pushed.size(); ++k) {
+    if (k % 5 == 0) continue;
+    q.cancel(pushed[k].first);
+    pending.erase(pushed[k].second);
+    ASSERT_LE(q.entries(), 2 * q.size()) << "after cancelling " << k;
+  }
+  std::vector<uint32_t> expected;
+  for (const auto& [t, arg] : pending) expected.push_back(arg);
+  EXPECT_EQ(drain_args(q), expected);
 }
 
 TEST(EventQueueFactory, DefaultIsAvailable) {
