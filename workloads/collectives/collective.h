@@ -185,10 +185,9 @@ std::string collective_problem(const CollectiveRequest& req, const ClusterShape&
 // The bytes one loop of NCCL's NVLS (a = kNvls) or NVLSTree (kNvlsTree) all-reduce pipeline moves
 // for a buffer of `bytes`: channels x heads x chunk, the chunk as NCCL v2.26.2-1's
 // calcCollChunking (src/enqueue.cc) picks it (the same rules from v2.23.4 to v2.29.2): NVLS at
-// most Simple's 512 KiB step, then 64 KiB
-// below 64 loops of the largest chunk, 32 KiB below 8 loops, 16 KiB below 2; NVLSTree at most
-// 64 KiB from 4 nodes, then 256 / 128 / 64 / 32 KiB below 32 / 16 / 4 / 1 loops. `heads` is the
-// group's GPUs per node.
+// most Simple's 512 KiB step, then 64 KiB below 64 loops of that chunk, 32 KiB below 8 loops,
+// 16 KiB below 2; NVLSTree at most 64 KiB from 4 nodes, then 256 / 128 / 64 / 32 KiB below
+// 32 / 16 / 4 / 1 loops. `heads` is the group's GPUs per node.
 double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads, const CommCosts& costs);
 
 // Alpha-beta estimate of a plan's time in seconds under the hints, with the plan's protocol (used
