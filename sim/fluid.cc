@@ -221,12 +221,28 @@ void FluidModel::on_event(uint32_t a) {
   if (owner) owner->on_activity_done(ActivityId(a), tag);
 }
 
+// Prefetch distances in settle's walk of the dirty list: the constraint record kDirtyAhead
+// entries ahead, then, once it has arrived, its users' activity records kUsersAhead ahead.
+// All events at one timestamp run before the settle, and at 131k GPUs the data-parallel replicas
+// move in lockstep, so a timestamp's events dirty thousands of constraints whose lines are gone
+// from the near caches when settle comes back to them (the walk's loads were most of its time).
+static constexpr size_t kDirtyAhead = 16, kUsersAhead = 8;
+
 void FluidModel::settle() {
   ++epoch_;
   // Index loop: solving never adds dirty constraints, but stay safe against reallocation.
   for (size_t i = 0; i < dirty_.size(); ++i) {
+    if (i + kDirtyAhead < dirty_.size()) __builtin_prefetch(&constraints_[dirty_[i + kDirtyAhead]]);
+    if (i + kUsersAhead < dirty_.size()) {
+      const ConstraintRec& ahead = constraints_[dirty_[i + kUsersAhead]];
+      if (ahead.users.size() <= UserList::kInline)  // a GPU's pool or a quiet link: its few users
+        for (const UserRef& u : ahead.users) prefetch_activity(u.activity);
+    }
     uint32_t c = dirty_[i];
     auto& rec = constraints_[c];
+    // Cleared here, not in a second pass over the list (each record one more miss at 131k
+    // GPUs). Marked again while settling, it is listed again and skipped below: it was solved.
+    rec.dirty = false;
     if (rec.mark == epoch_) continue;
     if (rec.users.empty()) {
       // Emptied: nothing to share; only its load (now 0) changes.
@@ -239,7 +255,6 @@ void FluidModel::settle() {
     }
     solve_component(c);
   }
-  for (uint32_t c : dirty_) constraints_[c].dirty = false;
   dirty_.clear();
 }
 

@@ -63,7 +63,7 @@ class ActivityOwner {
   virtual void on_activity_failed(ActivityId id, uint64_t tag);
   // A hint that the activity tagged `tag` will finish soon: an owner may prefetch the state its
   // on_activity_done will touch. Must not change anything.
-  virtual void prefetch(uint64_t tag) const { (void)tag; }
+  virtual void prefetch_done(uint64_t tag) const { (void)tag; }
 };
 
 // What a constraint taken down does to the activities using it (see the header comment).
@@ -141,22 +141,27 @@ class FluidModel : public EventHandler {
   void on_event(uint32_t index) override;  // completion event of activity `index` fired
   bool has_dirty() const { return !dirty_.empty(); }
   HandlerId handler() const { return handler_; }
-  // Software pipelining across completion events (Simulation::run peeks at the queue): at 16k
-  // GPUs an activity's record, its owner and its constraints are cache misses, so the run loop
-  // asks for them a few events before they fire. prefetch_record fetches activity `a`'s record
-  // and owner; prefetch_uses, called later for the same activity, its constraints' records.
+  // Software pipelining across completion events (EventHandler::prefetch, from the run loop's
+  // look at the queue): at 16k GPUs an activity's record, its owner and its constraints are cache
+  // misses, so stage 0 fetches activity `a`'s record and owner, and the last stage, for the same
+  // activity, its constraints' records and whatever its owner's on_activity_done will touch.
   // Neither changes anything (a stale or reused index just fetches a line for nothing).
-  void prefetch_record(uint32_t a) const {
+  void prefetch(uint32_t a, int stage) const override {
     if (a >= activities_.size()) return;
-    prefetch_activity(a);
-    __builtin_prefetch(&owners_[a]);
-  }
-  void prefetch_uses(uint32_t a) const {
-    if (a >= activities_.size()) return;
+    if (stage == 0) {
+      prefetch_activity(a);
+      __builtin_prefetch(&owners_[a]);
+      return;
+    }
+    if (stage != kPrefetchStages - 1) return;
     const ActivityRec& r = activities_[a];
     if (!r.live) return;
     for (const UseRec& u : uses(r)) __builtin_prefetch(&constraints_[u.constraint]);
-    if (owners_[a].owner) owners_[a].owner->prefetch(owners_[a].tag);
+    if (owners_[a].owner) owners_[a].owner->prefetch_done(owners_[a].tag);
+  }
+  // Constraint c's record (for an owner that is about to start an activity on it; a hint).
+  void prefetch_constraint(uint32_t c) const {
+    if (c < constraints_.size()) __builtin_prefetch(&constraints_[c], 1);
   }
   // Appends one line per live activity that cannot progress (rate 0), for deadlock reports.
   void describe_stalled(std::string& out, size_t max_lines) const;

@@ -30,15 +30,14 @@ void Simulation::reschedule(EventId id, Time t) {
 
 void Simulation::cancel(EventId id) { queue_->cancel(id); }
 
-// Completion events a few places ahead in the queue: their activity records now, and the
-// constraints of one nearer (whose record a previous call asked for) now too, so that by the
-// time each fires its lines are in the cache.
+// Events a few places ahead in the queue: each handler asks for what its on_event will touch, in
+// stages (see EventHandler::prefetch), so that by the time each fires its lines are in the cache.
+// At 16k GPUs and more the records an event touches (an activity, its constraints, a rank's
+// state, a transfer's links) far outgrow the caches and are touched in no useful order.
 void Simulation::prefetch_ahead() const {
-  constexpr size_t kRecordAhead = 12, kUsesAhead = 5;
-  const HandlerId fh = fluid_->handler();
   EventTarget t;
-  if (queue_->peek(kRecordAhead, t) && t.handler == fh) fluid_->prefetch_record(t.arg);
-  if (queue_->peek(kUsesAhead, t) && t.handler == fh) fluid_->prefetch_uses(t.arg);
+  for (int stage = 0; stage < kPrefetchStages; ++stage)
+    if (queue_->peek(kPrefetchAhead[stage], t)) handlers_[t.handler.value]->prefetch(t.arg, stage);
 }
 
 RunResult Simulation::run(Time horizon) {

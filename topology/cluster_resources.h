@@ -44,6 +44,15 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   // a table would be one more cache miss per kernel at 16k GPUs).
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu); }
   sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu + 1); }
+  // A hint: what comm_begin/comm_end and a kernel start on `gpu` touch (its communication count,
+  // its SM pool and HBM records). A collective's members are far apart at 16k GPUs and more, so
+  // asking for all of them before touching any overlaps their cache misses.
+  void prefetch_gpu(uint32_t gpu) const {
+    if (gpu >= comm_active_.size()) return;
+    __builtin_prefetch(&comm_active_[gpu], 1);
+    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * gpu);
+    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * gpu + 1);
+  }
 
   // A link's nominal capacity: its bandwidth times its kind's efficiency (bytes/s).
   double link_capacity(uint32_t link) const;

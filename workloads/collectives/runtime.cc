@@ -48,6 +48,7 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   ++live_;
+  for (uint32_t g : in.members) res_.prefetch_gpu(g);
   for (uint32_t g : in.members)
     if (!copies || copies->simulated(g)) res_.comm_begin(g);
   start_phase(id);
@@ -68,6 +69,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   // Skip empty phases (a degenerate group); finish when none are left.
   while (in.phase < in.plan->phases.size() && in.plan->phases[in.phase].transfers.empty()) ++in.phase;
   if (in.phase >= in.plan->phases.size()) {
+    for (uint32_t g : in.members) res_.prefetch_gpu(g);
     for (uint32_t g : in.members)
       if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
     CollectiveListener* l = in.listener;
@@ -208,6 +210,26 @@ void CollectiveRuntime::on_event(uint32_t t) {
   TransferRun& run = transfers_[t];
   run.moving = true;
   run.activity = res_.simulation().fluid().start(run.bytes, run.uses, run.max_rate, this, t);
+}
+
+// Stage by stage down the chain on_event follows: the transfer's record, then its list of uses
+// (fluid start then reads the constraint records of its links, misses it overlaps).
+void CollectiveRuntime::prefetch(uint32_t t, int stage) const {
+  if (t >= transfers_.size()) return;
+  const TransferRun& run = transfers_[t];
+  if (stage == 0) {
+    __builtin_prefetch(&run);
+    return;
+  }
+  if (!run.live || run.moving) return;
+  const auto first = reinterpret_cast<uintptr_t>(run.uses.data()) & ~uintptr_t{63};
+  const auto end = reinterpret_cast<uintptr_t>(run.uses.data() + run.uses.size());
+  for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p));
+}
+
+void CollectiveRuntime::prefetch_done(uint64_t tag) const {
+  if (tag >= transfers_.size()) return;
+  __builtin_prefetch(&transfers_[tag]);
 }
 
 void CollectiveRuntime::on_activity_done(sim::ActivityId, uint64_t tag) { finish_transfer(static_cast<uint32_t>(tag)); }

@@ -97,6 +97,11 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
 
   void on_event(uint32_t transfer) override;                       // latency elapsed
   void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
+  // Hints from the run loop (see sim::EventHandler::prefetch): a transfer whose latency ends soon
+  // is about to start its flow on its links' constraint records, one that ends soon reads its
+  // record and its instance.
+  void prefetch(uint32_t transfer, int stage) const override;
+  void prefetch_done(uint64_t transfer) const override;
   // A transfer through a constraint that failed never completes: its collective hangs (as NCCL's
   // does) and its listener is never told; the workload reports it as pending.
   void on_activity_failed(sim::ActivityId, uint64_t) override { ++failed_transfers_; }

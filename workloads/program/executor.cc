@@ -862,8 +862,9 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
 
 // A kernel of this rank finishes soon: complete() and pump() will read its streams, its state
 // and its time categories (each a cache miss at 16k ranks).
-void ProgramExecutor::prefetch(uint64_t tag) const {
-  const auto rank = static_cast<uint32_t>(tag >> 16);
+void ProgramExecutor::prefetch_done(uint64_t tag) const { prefetch_rank(static_cast<uint32_t>(tag >> 16)); }
+
+void ProgramExecutor::prefetch_rank(uint32_t rank) const {
   if (rank >= state_ranks_) return;
   const auto first = reinterpret_cast<uintptr_t>(&streams_[stream_base_[rank]]) & ~uintptr_t{63};
   const auto end = reinterpret_cast<uintptr_t>(streams_.data() + stream_base_[rank + 1]);
@@ -930,6 +931,7 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   if (member_buffers_.size() <= completion_depth_) member_buffers_.emplace_back();
   std::vector<uint32_t>& members = member_buffers_[completion_depth_];
   members_of(cf.comm, cf.any_member, members);
+  for (uint32_t m : members) prefetch_rank(m);  // far apart at 16k ranks: overlap their misses
   ++completion_depth_;
   const sim::Time outer_moving = moving_since_;
   for (size_t i = 0; i < members.size(); ++i) {
