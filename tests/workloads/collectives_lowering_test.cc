@@ -420,14 +420,59 @@ TEST(CollectiveTree, BroadcastAndReduceUseOneTreeRootedAtGroupFront) {
   EXPECT_EQ(hop_set(r.phases[0].transfers[0].hops), hop_set({{2, 5}, {1, 2}, {3, 2}}));
 }
 
+TEST(CollectiveTree, ChunkIsNcclsForEachProtocol) {
+  // NCCL v2.26.2 calcCollChunking (src/enqueue.cc) with its default buffers: Simple one step of
+  // 4 MiB / 8 = 524,288 B; LL one step of 512 threads x 8 lines x 16 B / 8 = 65,536 B, half of it
+  // data: 32,768 B; LL128 one step of 640 x 120 x 8 B = 614,400 B, 15/16 of it data: 576,000 B.
+  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kSimple, 64.0 * (1 << 20), 8, 10, 8), 524288.0);
+  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL, 64.0 * (1 << 20), 8, 10, 8), 32768.0);
+  // LL128, 10 nodes of 8 on 8 channels: nsteps = 1 + log2i(10) + 0.1 x 8 = 4.8, so halve while a
+  // channel holds fewer than 4.8 x 64 / 8 = 38.4 chunks (and the chunk is over 128 KiB), then
+  // fewer than 9.6 (over 32 KiB). 64 MiB: 67108864 / (8 x 576000) = 14 -> 288,000: 29 ->
+  // 144,000: 58, enough. 1 MiB: 0, 0, 0 chunks down to 72,000 (no longer over 128 KiB), then
+  // 1 -> 36,000: 3 -> 18,000 (no longer over 32 KiB).
+  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL128, 64.0 * (1 << 20), 8, 10, 8), 144000.0);
+  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL128, 1 << 20, 8, 10, 8), 18000.0);
+}
+
+TEST(CollectiveTree, FillIsOneChunkPerEdgeOfTheDeepestPathUpAndDownLessTheSlowest) {
+  // Two nodes of 2 GPUs (1 NIC each), all-reduce of 8 MiB, Simple, hints: inside a node 100 GB/s,
+  // across 10 GB/s. Channels: max(2, min(1 NIC, 2 GPUs)) = 2 trees, heads local 0 and 1; tree c
+  // climbs node k's chain to its head, then one node's head to the other's (tree 1 mirrors tree
+  // 0). Upward edges: tree 0: 1->0, 3->2, 2->0; tree 1: 0->1, 2->3, 1->3. Each GPU sends one
+  // upward edge inside its node and hears one (100 GB/s: 5.24288 us a 524,288-byte chunk); 2 and
+  // 1 each send one across to a parent hearing one (10 GB/s: 52.4288 us). Deepest path (tree 0:
+  // 3->2->0): up 57.67168 us, down as much, less the slowest 52.4288: 62.91456 us. Both alike.
+  CostHints h = hints_a_b(1e-6, 10e9);
+  h.intra_node_Bps = 100e9;
+  auto simple = [](CollectiveRequest r) {
+    r.protocol = Protocol::kSimple;
+    return r;
+  };
+  const auto p = lower_collective(simple(request(CollectiveOp::kAllReduce, Algorithm::kTree, iota_group(4), 8.0 * (1 << 20))),
+                                  nodes_of(2, 1), h);
+  ASSERT_EQ(p.phases.size(), 1u);
+  EXPECT_NEAR(p.phases[0].fill_s, 62.91456e-6, 1e-15);
+  // Reduce: one tree, up only: 3->2->0 less the slowest: 5.24288 us.
+  const auto r = lower_collective(simple(request(CollectiveOp::kReduce, Algorithm::kTree, iota_group(4), 8.0 * (1 << 20))),
+                                  nodes_of(2, 1), h);
+  EXPECT_NEAR(r.phases[0].fill_s, 5.24288e-6, 1e-15);
+}
+
 TEST(CollectiveEstimate, TreeSharesEachGpusPort) {
   // n = 8 on a switch (a = 5 us, B = 100 GB/s), S = 64 MB. Rank 2 has 3 neighbours in tree 0 and
   // is a leaf (1) in tree 1: 4 hops leave its port, so each gets B/4. Each tree moves S/2:
   // 2*3*a + (S/2)/(B/4) = 3e-5 + 2 * 64e6 / 1e11 = 3e-5 + 1.28e-3 = 1.31e-3 s.
+  // Plus the chunk pipeline's fill (Simple: 524,288-byte chunks). Upward edges: tree 0 1->2, 3->2,
+  // 2->4, 6->4, 5->6, 7->6, 4->0; tree 1 0->1, 2->1, 1->3, 5->3, 4->5, 6->5, 3->7. Every GPU but 0
+  // and 7 sends two of them and every parent but 0 and 7 hears two, so each upward edge runs at
+  // B/2 = 50 GB/s: 10.48576 us a chunk. Deepest path 3 edges (1->2->4->0), up and down: 6 stages
+  // less the slowest: 5 x 10.48576 us = 52.4288 us.
   const CostHints h = hints_a_b(5e-6, 100e9);
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kTree, iota_group(8), 64e6),
                                   switch_like(), h);
-  EXPECT_NEAR(estimate_seconds(p, switch_like(), h), 1.31e-3, 1e-12);
+  EXPECT_NEAR(p.phases[0].fill_s, 52.4288e-6, 1e-15);
+  EXPECT_NEAR(estimate_seconds(p, switch_like(), h), 1.31e-3 + 52.4288e-6, 1e-12);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -746,14 +791,19 @@ TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
   //  tree: one tree per channel, C = min(8 NICs, 8 GPUs) = 8, each carrying S/8 and leaving its
   //        nodes through its own head's NIC; an inner node's head sends to its parent and two
   //        children through that NIC (B/3): 156 us + (S/8) / (50e9/3) = 156 us + 8.053 ms =
-  //        8.21 ms (with the two trees of the old lowering, S/2 each: 32.4 ms).
+  //        8.21 ms (with the two trees of the old lowering, S/2 each: 32.4 ms); plus the fill of
+  //        its 524,288-byte chunks along the deepest path: 7 chain edges, each GPU port carrying
+  //        the upward edges of the 7 channels it is not the head of (450e9/7: 8.1556 us a chunk),
+  //        then node positions 1->2->4->8->16->32->0 (tree 0 over 48: every parent hears two
+  //        children, 20.97152 us, but the root hears one, 10.48576 us): 57.0891 + 115.3434 =
+  //        172.4325 us up, as much down, less the slowest 20.97152 us: 323.893 us; 8.53 ms.
   const CostHints h;
   const auto p = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(384), kGiB),
                                   nodes_of(8, 8), h);
   EXPECT_EQ(p.algorithm, Algorithm::kRing) << p.note;
   EXPECT_NEAR(estimate_seconds(p, nodes_of(8, 8), h), 7.2697281e-3, 1e-9);
   EXPECT_NE(p.note.find("hierarchical/Simple 10 ms"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("tree/Simple 8.21 ms"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("tree/Simple 8.53 ms"), std::string::npos) << p.note;
 }
 
 TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {

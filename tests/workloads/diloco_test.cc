@@ -153,10 +153,12 @@ TEST(DiLoCoWan, OuterSyncRunsAsCollectivesOnTheWanTier) {
   EXPECT_NEAR(t.fragment_sync_time_s, closed, 2 * kNs);
   EXPECT_NEAR(t.total_time_s, kNs + closed, 2 * kNs);
   // Tree on the same two islands: both trees are the one edge, each carries S/2 both ways, so each
-  // link carries S in all and the bytes take S/B = 0.8 s; depth 1: 2 latency steps = 10 ms.
+  // link carries S in all and the bytes take S/B = 0.8 s; depth 1: 2 latency steps = 10 ms; and
+  // the chunk pipeline's fill: a 524,288-byte chunk goes up the edge before it can come back
+  // down, one chunk time at B = 1.25 GB/s: 419.4304 us.
   cfg.sync.algorithm = OuterAlgorithm::kTree;
   auto tree = simulate_diloco_timeline(cfg, steps, 1e9);
-  EXPECT_NEAR(tree.fragment_sync_time_s, 0.81, 2 * kNs);
+  EXPECT_NEAR(tree.fragment_sync_time_s, 0.81 + 419.4304e-6, 2 * kNs);
 }
 
 TEST(DiLoCoSync, AppendixABoundAgreesWithRingAcrossIslands) {
@@ -308,20 +310,23 @@ TEST(DiLoCoSync, RingMovesTwoMMinusOneOverMBytesPerIsland) {
 TEST(DiLoCoSync, DoubleBinaryTreeMovesSameTotalAndIsBalanced) {
   // Tree across M = 4: each of the two trees has M - 1 = 3 edges carrying half the bytes, in the
   // reduce and again in the broadcast phase: 2 x 2 x 3 x B/2 = 6 B = 2(M-1) B in all, as the ring.
-  // Heap tree 0 has node 0 with children 1, 2 and node 1 with child 3; the mirror gives island 3
-  // children 2, 1 and island 2 child 0. Reduce phase: island 0 receives 2 x B/2 = B (binding),
-  // island 1 sends B/2 in each tree. So each phase takes B/W and the sync 2 (B/W + depth x lat),
-  // depth = floor(log2 4) = 2: with B = 1 GB, W = 1 GB/s, lat = 0: 2 s.
+  // Tree 0 (in-order) is 1 -> 2 <- 3, 2 -> 0; its mirror 2 -> 1 <- 0, 1 -> 3. Islands 1 and 2
+  // each have four of the trees' hops (up and down) through their link each way, B/2 each, so
+  // each tree moves at W/4: the bytes take (B/2)/(W/4) = 2 B/W, and the sync 2 B/W + 2 depth x
+  // lat, depth 2: with B = 1 GB, W = 1 GB/s, lat = 0: 2 s. Plus the chunk pipeline's fill: on the
+  // deepest path 1 -> 2 -> 0 both upward edges share a port with another (island 1 also sends
+  // 1 -> 3, island 2 also hears 3), so a 524,288-byte chunk takes 1.048576 ms on each; up and
+  // down, less the slowest: 3 x 1.048576 ms = 3.145728 ms.
   auto cfg = make_config(4, 1, 1, 1e9, 0.0);
   cfg.sync.algorithm = OuterAlgorithm::kTree;
   auto t = run(cfg, kNs, 1e9);
   double total = 0;
   for (double b : t.wan_up_bytes) total += b;
   EXPECT_NEAR(total, 6e9, 1.0);
-  EXPECT_NEAR(t.fragment_sync_time_s, 2.0, 2 * kNs);
+  EXPECT_NEAR(t.fragment_sync_time_s, 2.0 + 3.145728e-3, 2 * kNs);
   cfg.sync.latency = sim::Time::ms(10);
   auto l = run(cfg, kNs, 1e9);
-  EXPECT_NEAR(l.fragment_sync_time_s, 2.0 + 2 * 2 * 0.01, 3 * kNs);  // 2 phases x depth 2 x 10 ms
+  EXPECT_NEAR(l.fragment_sync_time_s, 2.0 + 3.145728e-3 + 2 * 2 * 0.01, 3 * kNs);  // 2 x depth 2 x 10 ms
 }
 
 TEST(DiLoCoPublished, Table6Llama405BRowAtNinetyPercent) {

@@ -71,13 +71,18 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
   const auto& o = res.profile();
   h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
   double inter = 0;
+  double custom = 0;  // an edge list's links out of an accelerator (a DiLoCo gateway's WAN link)
   const bool torus = topo.kind() == topo::TopologyKind::kTorus;
-  for (const auto& l : topo.links()) {
+  const auto& links = topo.links();
+  for (uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
     // A torus's NIC links are its DCN links between pods: their own hint, below.
     if (l.kind == topo::LinkKind::kNic && !torus) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kNic && torus) h.dcn_Bps = std::max(h.dcn_Bps, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
+    if (l.kind == topo::LinkKind::kCustom && l.src < topo.num_gpus()) custom = std::max(custom, res.link_capacity(i));
   }
+  if (inter <= 0) inter = custom;
   if (inter > 0) h.inter_node_Bps = inter;
   if (topo.gpus_per_node() == 1 || h.intra_node_Bps <= 0) h.intra_node_Bps = h.inter_node_Bps;
   // One step: software overhead plus a typical route (two links inside a node; NIC, leaf, NIC across).

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/error.h"
@@ -184,11 +185,85 @@ void set_pipeline_fill(CollectivePlan& plan, const CostHints& hints) {
   }
 }
 
+// Tree phases wait their chunk pipeline's fill (collective.h): along each channel tree's deepest
+// path, up to the root and (all-reduce) down again, a chunk crosses every edge in turn before the
+// last chunk can leave the slowest one, so the fill is the sum of one chunk's times over the path's
+// stages less the slowest stage's. While the first chunks climb, the ports carry the upward edges
+// only: an edge's rate is its GPU port's bandwidth shared by the upward hops of every channel
+// through that port (every channel's chain crosses every GPU of a node; a parent hears two
+// children), by estimate_seconds's sharing rule; a chunk is NCCL's for the plan's protocol
+// (tree_chunk_bytes), at most a channel's bytes.
+void set_tree_fill(CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints) {
+  if (plan.algorithm != Algorithm::kTree || shape.torus) return;
+  const uint32_t gpn = std::max<uint32_t>(1, shape.gpus_per_node);
+  const double payload = hints.costs.of(plan.protocol).payload > 0.0 ? hints.costs.of(plan.protocol).payload : 1.0;
+  std::unordered_map<uint64_t, uint32_t> users;  // (gpu << 2 | out << 1 | intra): hops through it
+  auto port = [&](uint32_t gpu, bool out, bool intra) {
+    return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
+  };
+  const bool both_ways = plan.op == CollectiveOp::kAllReduce;
+  std::unordered_map<uint32_t, std::pair<uint32_t, double>> up;  // child -> (parent, stage seconds)
+  for (Phase& ph : plan.phases) {
+    if (ph.transfers.empty()) continue;
+    users.clear();
+    std::unordered_set<uint32_t> nodes;
+    for (const Transfer& t : ph.transfers)
+      for (size_t i = 0; i < (both_ways ? t.hops.size() / 2 : t.hops.size()); ++i) {
+        const auto [a, b] = t.hops[i];
+        const bool intra = a / gpn == b / gpn;
+        ++users[port(a, true, intra)];
+        ++users[port(b, false, intra)];
+        nodes.insert(a / gpn);
+        nodes.insert(b / gpn);
+      }
+    const auto channels = static_cast<uint32_t>(ph.transfers.size());
+    const double chunk = tree_chunk_bytes(plan.protocol, plan.bytes, channels, static_cast<uint32_t>(nodes.size()),
+                                          plan.ranks / std::max<uint32_t>(1, static_cast<uint32_t>(nodes.size())));
+    double fill = 0.0;
+    for (const Transfer& t : ph.transfers) {
+      // Edges as (child, parent): an all-reduce lists them up then down, a reduce up, a broadcast down.
+      const size_t n_up = both_ways ? t.hops.size() / 2 : t.hops.size();
+      const bool down_only = plan.op == CollectiveOp::kBroadcast;
+      const double c = std::min(chunk, t.bytes);
+      up.clear();
+      for (size_t i = 0; i < n_up; ++i) {
+        const auto [a, b] = t.hops[i];
+        const uint32_t child = down_only ? b : a, parent = down_only ? a : b;
+        const bool intra = a / gpn == b / gpn;
+        const uint32_t share = std::max(users[port(a, true, intra)], users[port(b, false, intra)]);
+        const double rate = (intra ? hints.intra_node_Bps : hints.inter_node_Bps) / share * payload;
+        up[child] = {parent, rate > 0.0 ? c / rate : 0.0};
+      }
+      // The deepest path by time: every vertex's walk to the root, its stages summed.
+      for (const auto& [leaf, edge] : up) {
+        double sum = 0.0, slowest = 0.0;
+        uint32_t v = leaf;
+        for (size_t guard = 0; guard <= up.size(); ++guard) {
+          const auto it = up.find(v);
+          if (it == up.end()) break;
+          sum += it->second.second;
+          slowest = std::max(slowest, it->second.second);
+          v = it->second.first;
+        }
+        const double stages = (both_ways ? 2.0 : 1.0) * sum;
+        fill = std::max(fill, stages - slowest);
+      }
+    }
+    ph.fill_s = fill;
+  }
+}
+
+// Pipeline fills depend on the protocol (the chunk), so they are set again whenever it changes.
+void set_fills(CollectivePlan& plan, const ClusterShape& shape, const CostHints& hints) {
+  set_pipeline_fill(plan, hints);
+  set_tree_fill(plan, shape, hints);
+}
+
 CollectivePlan build(Algorithm a, const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
   CollectivePlan plan = build_pattern(a, req, shape);
   plan.bytes = req.bytes;
   plan.ranks = static_cast<uint32_t>(req.group.size());
-  set_pipeline_fill(plan, hints);
+  set_fills(plan, shape, hints);
   return plan;
 }
 
@@ -233,18 +308,23 @@ std::string plan_label(const CollectivePlan& plan) {
 void pick_protocol(CollectivePlan& plan, Protocol requested, const ClusterShape& shape, const CostHints& hints) {
   if (requested != Protocol::kAuto) {
     plan.protocol = requested;
+    set_fills(plan, shape, hints);
     return;
   }
   double best = -1.0;
+  Protocol chosen = Protocol::kSimple;  // every protocol disabled: Simple always runs
   for (Protocol p : kProtocolPreference) {
     if (!protocol_applies(plan.algorithm, p) || !hints.costs.of(p).enabled) continue;
-    const Protocol keep = plan.protocol;
     plan.protocol = p;
+    set_fills(plan, shape, hints);
     const double t = estimate_seconds(plan, shape, hints);
-    if (best < 0.0 || t < best * (1.0 - 1e-9)) best = t;
-    else plan.protocol = keep;
+    if (best < 0.0 || t < best * (1.0 - 1e-9)) {
+      best = t;
+      chosen = p;
+    }
   }
-  if (best < 0.0) plan.protocol = Protocol::kSimple;  // every protocol disabled: Simple always runs
+  plan.protocol = chosen;
+  set_fills(plan, shape, hints);
 }
 
 CollectivePlan choose(const CollectiveRequest& req, const ClusterShape& shape, const CostHints& hints) {
@@ -438,6 +518,21 @@ double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads
     shrink(2, 16384);
   }
   return ops * chunk;
+}
+
+double tree_chunk_bytes(Protocol p, double bytes, uint32_t channels, uint32_t nodes, uint32_t per_node) {
+  if (p == Protocol::kSimple) return 524288.0;  // DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8, one step
+  if (p == Protocol::kLL) return 32768.0;       // 512 threads x 8 lines x 16 B / 2 per step, half data
+  // LL128: 640 threads x 120 elements x 8 B per step, 15 of each 16 words data, halved while a
+  // channel's buffer is fewer than nsteps x 64 / ppn chunks (down to 128 KiB) or nsteps x 16 / ppn
+  // (down to 32 KiB), nsteps = 1 + log2(nodes) + ppn / 10. NCCL divides integers on the left.
+  double chunk = 576000.0;
+  const double ppn = static_cast<double>(std::max<uint32_t>(1, per_node));
+  const double nsteps = 1.0 + std::floor(std::log2(std::max<uint32_t>(1, nodes))) + 0.1 * ppn;
+  const double ch = static_cast<double>(std::max<uint32_t>(1, channels));
+  while (std::floor(bytes / (ch * chunk)) < nsteps * 64.0 / ppn && chunk > 131072.0) chunk = std::floor(chunk / 2.0);
+  while (std::floor(bytes / (ch * chunk)) < nsteps * 16.0 / ppn && chunk > 32768.0) chunk = std::floor(chunk / 2.0);
+  return chunk;
 }
 
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape) {

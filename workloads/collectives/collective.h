@@ -40,6 +40,15 @@
 // NVLSTree's inter-node bandwidth there). A loop is channels x heads x chunk bytes, the chunk
 // shrinking for smaller buffers as NCCL's calcCollChunking shrinks it (nvls_loop_bytes).
 //
+// Pipeline fill (tree). NCCL's tree all-reduce (src/device/all_reduce.h, runTreeUpDown) cuts each
+// channel's share into chunks that climb the channel's tree (the chain inside each node, then the
+// network tree) to the root and come back down, each GPU forwarding a chunk as soon as it has
+// it. The last chunk leaves the slowest edge one chunk time after the one before it, but the first
+// must first cross every edge of the deepest path, so a tree phase waits the sum of one chunk's
+// times over that path's edges, up and down, less the slowest edge's. The chunk is NCCL's
+// (tree_chunk_bytes): Simple's 512 KiB step makes trees slow at mid sizes, as NCCL's own model
+// admits with its tree correction factors (src/graph/tuning.cc treeCorrectionFactor).
+//
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer of all-reduce/broadcast/reduce, the total
 // (n x per-rank chunk) of all-gather output and reduce-scatter input, and the total a rank sends
 // in all-to-all. algbw = bytes / time; busbw = algbw x bus_factor(op, n) (nccl-tests PERFORMANCE.md).
@@ -130,8 +139,8 @@ struct Transfer {
 
 struct Phase {
   std::vector<Transfer> transfers;
-  // Pipeline fill (NVLS, NVLS-tree; see the top of this file): every transfer of the phase waits
-  // it on top of its latency steps. 0 for the other algorithms.
+  // Pipeline fill (NVLS, NVLS-tree, tree; see the top of this file): every transfer of the phase
+  // waits it on top of its latency steps. 0 for the other algorithms.
   double fill_s = 0.0;
 };
 
@@ -189,6 +198,12 @@ std::string collective_problem(const CollectiveRequest& req, const ClusterShape&
 // 16 KiB below 2; NVLSTree at most 64 KiB from 4 nodes, then 256 / 128 / 64 / 32 KiB below
 // 32 / 16 / 4 / 1 loops. `heads` is the group's GPUs per node.
 double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads, const CommCosts& costs);
+
+// The chunk NCCL's tree all-reduce pipelines under protocol p for a buffer of `bytes` on
+// `channels` channels, `nodes` nodes of `per_node` GPUs (NCCL v2.26.2-1 src/enqueue.cc
+// calcCollChunking with the buffer sizes of src/init.cc and src/include/device.h): Simple one
+// 512 KiB step, LL 32 KiB of data, LL128 576,000 bytes of data halved for small buffers.
+double tree_chunk_bytes(Protocol p, double bytes, uint32_t channels, uint32_t nodes, uint32_t per_node);
 
 // Alpha-beta estimate of a plan's time in seconds under the hints, with the plan's protocol (used
 // by kAuto and tests).
