@@ -16,7 +16,8 @@ class EventHandler {
   // The run loop calls it for an event kPrefetchStages times as the event nears the queue's head,
   // `stage` 0 first (furthest ahead), so that a handler can follow a chain of dependent loads one
   // link per stage (a record, then what it points to). Must not change anything; an `arg` that
-  // is stale by then must be harmless.
+  // is stale by then must be harmless. The queue may still hold cancelled events of a handler,
+  // and they are peeked at too: a handler lives as long as the Simulation it registered with.
   virtual void prefetch(uint32_t arg, int stage) const {
     (void)arg;
     (void)stage;

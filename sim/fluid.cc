@@ -241,7 +241,8 @@ void FluidModel::settle() {
     uint32_t c = dirty_[i];
     auto& rec = constraints_[c];
     // Cleared here, not in a second pass over the list (each record one more miss at 131k
-    // GPUs). Marked again while settling, it is listed again and skipped below: it was solved.
+    // GPUs). Nothing marks a constraint dirty while settling (solving and the watcher's counters
+    // change no capacity or user), so the list is complete when the walk starts.
     rec.dirty = false;
     if (rec.mark == epoch_) continue;
     if (rec.users.empty()) {

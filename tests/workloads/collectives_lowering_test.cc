@@ -421,18 +421,20 @@ TEST(CollectiveTree, BroadcastAndReduceUseOneTreeRootedAtGroupFront) {
 }
 
 TEST(CollectiveTree, ChunkIsNcclsForEachProtocol) {
-  // NCCL v2.26.2 calcCollChunking (src/enqueue.cc) with its default buffers: Simple one step of
-  // 4 MiB / 8 = 524,288 B; LL one step of 512 threads x 8 lines x 16 B / 8 = 65,536 B, half of it
-  // data: 32,768 B; LL128 one step of 640 x 120 x 8 B = 614,400 B, 15/16 of it data: 576,000 B.
+  // NCCL v2.26.2 calcCollChunking (src/enqueue.cc) with its default buffers (8 steps each):
+  // Simple one step of 4 MiB / 8 = 524,288 B; LL one step of 512 threads x 8 lines x 16 B =
+  // 65,536 B, half of it data: 32,768 B; LL128 one step of 640 x 120 x 8 B = 614,400 B, 15/16 of
+  // it data: 576,000 B. The result is rounded down to the protocol's grain (512 B, 16 B and, for
+  // LL128, 32 x 8 / 16 x 15 x 8 = 1,920 B).
   EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kSimple, 64.0 * (1 << 20), 8, 10, 8), 524288.0);
   EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL, 64.0 * (1 << 20), 8, 10, 8), 32768.0);
   // LL128, 10 nodes of 8 on 8 channels: nsteps = 1 + log2i(10) + 0.1 x 8 = 4.8, so halve while a
   // channel holds fewer than 4.8 x 64 / 8 = 38.4 chunks (and the chunk is over 128 KiB), then
   // fewer than 9.6 (over 32 KiB). 64 MiB: 67108864 / (8 x 576000) = 14 -> 288,000: 29 ->
-  // 144,000: 58, enough. 1 MiB: 0, 0, 0 chunks down to 72,000 (no longer over 128 KiB), then
-  // 1 -> 36,000: 3 -> 18,000 (no longer over 32 KiB).
+  // 144,000: 58, enough (75 grains). 1 MiB: 0, 0, 0 chunks down to 72,000 (no longer over
+  // 128 KiB), then 1 -> 36,000: 3 -> 18,000 (no longer over 32 KiB): 9 grains, 17,280 B.
   EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL128, 64.0 * (1 << 20), 8, 10, 8), 144000.0);
-  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL128, 1 << 20, 8, 10, 8), 18000.0);
+  EXPECT_DOUBLE_EQ(tree_chunk_bytes(Protocol::kLL128, 1 << 20, 8, 10, 8), 17280.0);
 }
 
 TEST(CollectiveTree, FillIsOneChunkPerEdgeOfTheDeepestPathUpAndDownLessTheSlowest) {

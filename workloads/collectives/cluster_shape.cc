@@ -71,7 +71,7 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
   const auto& o = res.profile();
   h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
   double inter = 0;
-  double custom = 0;  // an edge list's links out of an accelerator (a DiLoCo gateway's WAN link)
+  double custom = 0;  // an edge list's links out of an accelerator's node (a DiLoCo gateway's WAN link)
   const bool torus = topo.kind() == topo::TopologyKind::kTorus;
   const auto& links = topo.links();
   for (uint32_t i = 0; i < links.size(); ++i) {
@@ -80,7 +80,10 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
     if (l.kind == topo::LinkKind::kNic && !torus) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kNic && torus) h.dcn_Bps = std::max(h.dcn_Bps, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
-    if (l.kind == topo::LinkKind::kCustom && l.src < topo.num_gpus()) custom = std::max(custom, res.link_capacity(i));
+    const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
+    const bool inside_node = l.dst < topo.num_gpus() && l.dst / gpn == l.src / gpn;
+    if (l.kind == topo::LinkKind::kCustom && l.src < topo.num_gpus() && !inside_node)
+      custom = std::max(custom, res.link_capacity(i));
   }
   if (inter <= 0) inter = custom;
   if (inter > 0) h.inter_node_Bps = inter;

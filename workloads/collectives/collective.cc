@@ -522,17 +522,20 @@ double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads
 
 double tree_chunk_bytes(Protocol p, double bytes, uint32_t channels, uint32_t nodes, uint32_t per_node) {
   if (p == Protocol::kSimple) return 524288.0;  // DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8, one step
-  if (p == Protocol::kLL) return 32768.0;       // 512 threads x 8 lines x 16 B / 2 per step, half data
+  if (p == Protocol::kLL) return 32768.0;       // 512 threads x 8 lines x 16 B per step, half of it data
   // LL128: 640 threads x 120 elements x 8 B per step, 15 of each 16 words data, halved while a
   // channel's buffer is fewer than nsteps x 64 / ppn chunks (down to 128 KiB) or nsteps x 16 / ppn
   // (down to 32 KiB), nsteps = 1 + log2(nodes) + ppn / 10. NCCL divides integers on the left.
+  // (per_node is the group's GPUs per node; NCCL's ppn is ranks / nodes, the same when uniform.)
   double chunk = 576000.0;
   const double ppn = static_cast<double>(std::max<uint32_t>(1, per_node));
   const double nsteps = 1.0 + std::floor(std::log2(std::max<uint32_t>(1, nodes))) + 0.1 * ppn;
   const double ch = static_cast<double>(std::max<uint32_t>(1, channels));
   while (std::floor(bytes / (ch * chunk)) < nsteps * 64.0 / ppn && chunk > 131072.0) chunk = std::floor(chunk / 2.0);
   while (std::floor(bytes / (ch * chunk)) < nsteps * 16.0 / ppn && chunk > 32768.0) chunk = std::floor(chunk / 2.0);
-  return chunk;
+  // Then down to a whole number of LL128 grains: 32 threads x 8 elements / 16 x 15 x 8 B = 1,920 B
+  // (src/include/device.h ncclProtoGrainSize; Simple's 512 B and LL's 16 B grains divide theirs).
+  return std::floor(chunk / 1920.0) * 1920.0;
 }
 
 std::string collective_problem(const CollectiveRequest& req, const ClusterShape& shape) {

@@ -40,14 +40,14 @@
 // NVLSTree's inter-node bandwidth there). A loop is channels x heads x chunk bytes, the chunk
 // shrinking for smaller buffers as NCCL's calcCollChunking shrinks it (nvls_loop_bytes).
 //
-// Pipeline fill (tree). NCCL's tree all-reduce (src/device/all_reduce.h, runTreeUpDown) cuts each
+// Pipeline fill (tree). NCCL's tree all-reduce (src/device/all_reduce.h, runTreeSplit) cuts each
 // channel's share into chunks that climb the channel's tree (the chain inside each node, then the
 // network tree) to the root and come back down, each GPU forwarding a chunk as soon as it has
 // it. The last chunk leaves the slowest edge one chunk time after the one before it, but the first
 // must first cross every edge of the deepest path, so a tree phase waits the sum of one chunk's
 // times over that path's edges, up and down, less the slowest edge's. The chunk is NCCL's
 // (tree_chunk_bytes): Simple's 512 KiB step makes trees slow at mid sizes, as NCCL's own model
-// admits with its tree correction factors (src/graph/tuning.cc treeCorrectionFactor).
+// admits with its tree correction factors (src/graph/tuning.cc treeCorrectionFactor, down to 0.4).
 //
 // Sizes follow nccl-tests: `bytes` is the per-rank buffer of all-reduce/broadcast/reduce, the total
 // (n x per-rank chunk) of all-gather output and reduce-scatter input, and the total a rank sends
@@ -202,7 +202,8 @@ double nvls_loop_bytes(Algorithm a, double bytes, uint32_t nodes, uint32_t heads
 // The chunk NCCL's tree all-reduce pipelines under protocol p for a buffer of `bytes` on
 // `channels` channels, `nodes` nodes of `per_node` GPUs (NCCL v2.26.2-1 src/enqueue.cc
 // calcCollChunking with the buffer sizes of src/init.cc and src/include/device.h): Simple one
-// 512 KiB step, LL 32 KiB of data, LL128 576,000 bytes of data halved for small buffers.
+// 512 KiB step, LL 32 KiB of data, LL128 576,000 bytes of data halved for small buffers and
+// rounded down to its 1,920-byte grain.
 double tree_chunk_bytes(Protocol p, double bytes, uint32_t channels, uint32_t nodes, uint32_t per_node);
 
 // Alpha-beta estimate of a plan's time in seconds under the hints, with the plan's protocol (used

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/error.h"
+#include "sim/prefetch.h"
 #include "sim/random.h"
 
 namespace wl {
@@ -48,10 +49,27 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   ++live_;
-  for (uint32_t g : in.members) res_.prefetch_gpu(g);
-  for (uint32_t g : in.members)
-    if (!copies || copies->simulated(g)) res_.comm_begin(g);
+  mark_members(in, true);
   start_phase(id);
+}
+
+// A collective's member GPUs are far apart at 16k GPUs and more: each one's records are asked for
+// kMemberAhead members before they are touched, so that their misses overlap (a window, not the
+// whole group at once: a 131k-GPU group's lines would not all stay in the caches).
+void CollectiveRuntime::mark_members(const Instance& in, bool begin) {
+  constexpr size_t kMemberAhead = 16;
+  const auto& m = in.members;
+  auto simulated = [&](uint32_t g) { return !in.copies || in.copies->simulated(g); };
+  for (size_t i = 0; i < std::min(kMemberAhead, m.size()); ++i)
+    if (simulated(m[i])) res_.prefetch_gpu(m[i]);
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (i + kMemberAhead < m.size() && simulated(m[i + kMemberAhead])) res_.prefetch_gpu(m[i + kMemberAhead]);
+    if (!simulated(m[i])) continue;
+    if (begin)
+      res_.comm_begin(m[i]);
+    else
+      res_.comm_end(m[i]);
+  }
 }
 
 namespace {
@@ -69,9 +87,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   // Skip empty phases (a degenerate group); finish when none are left.
   while (in.phase < in.plan->phases.size() && in.plan->phases[in.phase].transfers.empty()) ++in.phase;
   if (in.phase >= in.plan->phases.size()) {
-    for (uint32_t g : in.members) res_.prefetch_gpu(g);
-    for (uint32_t g : in.members)
-      if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
+    mark_members(in, false);
     CollectiveListener* l = in.listener;
     uint64_t tag = in.tag;
     in.members.clear();
@@ -222,9 +238,7 @@ void CollectiveRuntime::prefetch(uint32_t t, int stage) const {
     return;
   }
   if (!run.live || run.moving) return;
-  const auto first = reinterpret_cast<uintptr_t>(run.uses.data()) & ~uintptr_t{63};
-  const auto end = reinterpret_cast<uintptr_t>(run.uses.data() + run.uses.size());
-  for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p));
+  sim::prefetch_range(run.uses.data(), run.uses.data() + run.uses.size());
 }
 
 void CollectiveRuntime::prefetch_done(uint64_t tag) const {

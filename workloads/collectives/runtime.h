@@ -131,6 +131,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
 
   void start_phase(uint32_t inst);
+  // comm_begin (begin) or comm_end on every member GPU a rank runs on (not the mirrored ones).
+  void mark_members(const Instance& in, bool begin);
   // The fabric links the copies of transfer `tr` (channel `channel`) load, with how many copies
   // cross each: (link index, weight), computed once per (plan, phase, channel, group).
   using CopyUses = std::vector<std::pair<uint32_t, double>>;

@@ -10,6 +10,7 @@
 
 #include "sim/error.h"
 #include "sim/log.h"
+#include "sim/prefetch.h"
 #include "sim/units.h"
 
 namespace wl {
@@ -866,9 +867,7 @@ void ProgramExecutor::prefetch_done(uint64_t tag) const { prefetch_rank(static_c
 
 void ProgramExecutor::prefetch_rank(uint32_t rank) const {
   if (rank >= state_ranks_) return;
-  const auto first = reinterpret_cast<uintptr_t>(&streams_[stream_base_[rank]]) & ~uintptr_t{63};
-  const auto end = reinterpret_cast<uintptr_t>(streams_.data() + stream_base_[rank + 1]);
-  for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p), 1);
+  sim::prefetch_range(streams_.data() + stream_base_[rank], streams_.data() + stream_base_[rank + 1], true);
   __builtin_prefetch(&ranks_[rank], 1);
   __builtin_prefetch(cat_s_.data() + static_cast<size_t>(rank) * ncat_, 1);
 }
@@ -931,10 +930,16 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   if (member_buffers_.size() <= completion_depth_) member_buffers_.emplace_back();
   std::vector<uint32_t>& members = member_buffers_[completion_depth_];
   members_of(cf.comm, cf.any_member, members);
-  for (uint32_t m : members) prefetch_rank(m);  // far apart at 16k ranks: overlap their misses
+  // The members are far apart at 16k ranks: ask for each one's state kMemberAhead members before
+  // completing it, so that the misses overlap (CollectiveRuntime::mark_members does the same).
+  constexpr size_t kMemberAhead = 16;
+  auto runs = [&](uint32_t m) { return !opt_symmetric_ || simulated_[m]; };
+  for (size_t i = 0; i < std::min(kMemberAhead, members.size()); ++i)
+    if (runs(members[i])) prefetch_rank(members[i]);
   ++completion_depth_;
   const sim::Time outer_moving = moving_since_;
   for (size_t i = 0; i < members.size(); ++i) {
+    if (i + kMemberAhead < members.size() && runs(members[i + kMemberAhead])) prefetch_rank(members[i + kMemberAhead]);
     moving_since_ = cf.started;
     const uint32_t m = members[i];
     if ((opt_symmetric_ && !simulated_[m]) || ranks_[m].dead) continue;
