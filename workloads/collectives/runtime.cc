@@ -165,6 +165,9 @@ void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double 
     link_stamp_[l] = stamp_;
     link_slot_[l] = static_cast<uint32_t>(uses.size());
     uses.push_back(sim::Use{res_.link(l), 0.0});
+    // The flow starts on this link's record once the transfer's latency has passed, a few
+    // microseconds from now: ask for it while the route is at hand.
+    res_.simulation().fluid().prefetch_constraint(res_.link(l).value);
   }
   uses[link_slot_[l]].weight += weight;
 }
