@@ -74,13 +74,13 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
   double custom = 0;  // an edge list's links out of an accelerator's node (a DiLoCo gateway's WAN link)
   const bool torus = topo.kind() == topo::TopologyKind::kTorus;
   const auto& links = topo.links();
+  const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
   for (uint32_t i = 0; i < links.size(); ++i) {
     const auto& l = links[i];
     // A torus's NIC links are its DCN links between pods: their own hint, below.
     if (l.kind == topo::LinkKind::kNic && !torus) inter = std::max(inter, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kNic && torus) h.dcn_Bps = std::max(h.dcn_Bps, l.bandwidth_Bps * o.nic_efficiency);
     if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
-    const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
     const bool inside_node = l.dst < topo.num_gpus() && l.dst / gpn == l.src / gpn;
     if (l.kind == topo::LinkKind::kCustom && l.src < topo.num_gpus() && !inside_node)
       custom = std::max(custom, res.link_capacity(i));

@@ -185,6 +185,13 @@ void set_pipeline_fill(CollectivePlan& plan, const CostHints& hints) {
   }
 }
 
+// A GPU's port of one kind, as a key: its NVLink/NVSwitch port inside the node (intra) or its
+// NIC, each direction apart. The sharing rule of estimate_seconds and the tree's fill: the hops of
+// a phase through one port split its bandwidth.
+uint64_t gpu_port_key(uint32_t gpu, bool out, bool intra) {
+  return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
+}
+
 // Tree phases wait their chunk pipeline's fill (collective.h): along each channel tree's deepest
 // path, up to the root and (all-reduce) down again, a chunk crosses every edge in turn before the
 // last chunk can leave the slowest one, so the fill is the sum of one chunk's times over the path's
@@ -197,22 +204,22 @@ void set_tree_fill(CollectivePlan& plan, const ClusterShape& shape, const CostHi
   if (plan.algorithm != Algorithm::kTree || shape.torus) return;
   const uint32_t gpn = std::max<uint32_t>(1, shape.gpus_per_node);
   const double payload = hints.costs.of(plan.protocol).payload > 0.0 ? hints.costs.of(plan.protocol).payload : 1.0;
-  std::unordered_map<uint64_t, uint32_t> users;  // (gpu << 2 | out << 1 | intra): hops through it
-  auto port = [&](uint32_t gpu, bool out, bool intra) {
-    return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
-  };
+  std::unordered_map<uint64_t, uint32_t> users;  // per GPU port (gpu_port_key): upward hops through it
   const bool both_ways = plan.op == CollectiveOp::kAllReduce;
+  const bool down_only = plan.op == CollectiveOp::kBroadcast;
+  // Edges as (child, parent): an all-reduce lists them up then down, a reduce up, a broadcast down.
+  auto upward = [&](const Transfer& t) { return both_ways ? t.hops.size() / 2 : t.hops.size(); };
   std::unordered_map<uint32_t, std::pair<uint32_t, double>> up;  // child -> (parent, stage seconds)
   for (Phase& ph : plan.phases) {
     if (ph.transfers.empty()) continue;
     users.clear();
     std::unordered_set<uint32_t> nodes;
     for (const Transfer& t : ph.transfers)
-      for (size_t i = 0; i < (both_ways ? t.hops.size() / 2 : t.hops.size()); ++i) {
+      for (size_t i = 0; i < upward(t); ++i) {
         const auto [a, b] = t.hops[i];
         const bool intra = a / gpn == b / gpn;
-        ++users[port(a, true, intra)];
-        ++users[port(b, false, intra)];
+        ++users[gpu_port_key(a, true, intra)];
+        ++users[gpu_port_key(b, false, intra)];
         nodes.insert(a / gpn);
         nodes.insert(b / gpn);
       }
@@ -221,23 +228,20 @@ void set_tree_fill(CollectivePlan& plan, const ClusterShape& shape, const CostHi
                                           plan.ranks / std::max<uint32_t>(1, static_cast<uint32_t>(nodes.size())));
     double fill = 0.0;
     for (const Transfer& t : ph.transfers) {
-      // Edges as (child, parent): an all-reduce lists them up then down, a reduce up, a broadcast down.
-      const size_t n_up = both_ways ? t.hops.size() / 2 : t.hops.size();
-      const bool down_only = plan.op == CollectiveOp::kBroadcast;
       const double c = std::min(chunk, t.bytes);
       up.clear();
-      for (size_t i = 0; i < n_up; ++i) {
+      for (size_t i = 0; i < upward(t); ++i) {
         const auto [a, b] = t.hops[i];
         const uint32_t child = down_only ? b : a, parent = down_only ? a : b;
         const bool intra = a / gpn == b / gpn;
-        const uint32_t share = std::max(users[port(a, true, intra)], users[port(b, false, intra)]);
+        const uint32_t share = std::max(users[gpu_port_key(a, true, intra)], users[gpu_port_key(b, false, intra)]);
         const double rate = (intra ? hints.intra_node_Bps : hints.inter_node_Bps) / share * payload;
         up[child] = {parent, rate > 0.0 ? c / rate : 0.0};
       }
       // The deepest path by time: every vertex's walk to the root, its stages summed.
-      for (const auto& [leaf, edge] : up) {
+      for (const auto& entry : up) {
         double sum = 0.0, slowest = 0.0;
-        uint32_t v = leaf;
+        uint32_t v = entry.first;
         for (size_t guard = 0; guard <= up.size(); ++guard) {
           const auto it = up.find(v);
           if (it == up.end()) break;
@@ -583,7 +587,7 @@ double estimate_seconds(const CollectivePlan& plan, const ClusterShape& shape, c
     if (shape.torus && !across_pods(gpu, other))
       return (uint64_t{1} << 63) |
              (out ? (static_cast<uint64_t>(gpu) << 32) | other : (static_cast<uint64_t>(other) << 32) | gpu);
-    return (static_cast<uint64_t>(gpu) << 2) | (out ? 2u : 0u) | (intra ? 1u : 0u);
+    return gpu_port_key(gpu, out, intra);
   };
   // Whether a hop is counted at its receiving end too (GPU ports and DCN links; torus links are
   // counted once, as the directed link).

@@ -54,22 +54,22 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
 }
 
 // A collective's member GPUs are far apart at 16k GPUs and more: each one's records are asked for
-// kMemberAhead members before they are touched, so that their misses overlap (a window, not the
-// whole group at once: a 131k-GPU group's lines would not all stay in the caches).
+// 16 members before they are touched (sim::for_each_prefetched).
 void CollectiveRuntime::mark_members(const Instance& in, bool begin) {
-  constexpr size_t kMemberAhead = 16;
   const auto& m = in.members;
   auto simulated = [&](uint32_t g) { return !in.copies || in.copies->simulated(g); };
-  for (size_t i = 0; i < std::min(kMemberAhead, m.size()); ++i)
-    if (simulated(m[i])) res_.prefetch_gpu(m[i]);
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (i + kMemberAhead < m.size() && simulated(m[i + kMemberAhead])) res_.prefetch_gpu(m[i + kMemberAhead]);
-    if (!simulated(m[i])) continue;
-    if (begin)
-      res_.comm_begin(m[i]);
-    else
-      res_.comm_end(m[i]);
-  }
+  sim::for_each_prefetched(
+      m.size(), 16,
+      [&](size_t j) {
+        if (simulated(m[j])) res_.prefetch_gpu(m[j]);
+      },
+      [&](size_t i) {
+        if (!simulated(m[i])) return;
+        if (begin)
+          res_.comm_begin(m[i]);
+        else
+          res_.comm_end(m[i]);
+      });
 }
 
 namespace {

@@ -98,8 +98,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   void on_event(uint32_t transfer) override;                       // latency elapsed
   void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
   // Hints from the run loop (see sim::EventHandler::prefetch): a transfer whose latency ends soon
-  // is about to start its flow on its links' constraint records, one that ends soon reads its
-  // record and its instance.
+  // is about to start its flow from its list of uses (its links' records were asked for when its
+  // route was built); one whose bytes are about to arrive reads its record.
   void prefetch(uint32_t transfer, int stage) const override;
   void prefetch_done(uint64_t transfer) const override;
   // A transfer through a constraint that failed never completes: its collective hangs (as NCCL's

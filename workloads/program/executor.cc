@@ -926,26 +926,26 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   CollFlight cf = std::move(coll_flights_[f]);
   free_coll_flights_.push_back(f);
   // Completing members can start (and, for degenerate plans, finish) other collectives, so each
-  // nesting level gets its own member buffer.
+  // nesting level gets its own member buffer (a deque: a deeper level's buffer, added while this
+  // one is in use, must not move it).
   if (member_buffers_.size() <= completion_depth_) member_buffers_.emplace_back();
   std::vector<uint32_t>& members = member_buffers_[completion_depth_];
   members_of(cf.comm, cf.any_member, members);
-  // The members are far apart at 16k ranks: ask for each one's state kMemberAhead members before
-  // completing it, so that the misses overlap (CollectiveRuntime::mark_members does the same).
-  constexpr size_t kMemberAhead = 16;
-  auto runs = [&](uint32_t m) { return !opt_symmetric_ || simulated_[m]; };
-  for (size_t i = 0; i < std::min(kMemberAhead, members.size()); ++i)
-    if (runs(members[i])) prefetch_rank(members[i]);
   ++completion_depth_;
   const sim::Time outer_moving = moving_since_;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (i + kMemberAhead < members.size() && runs(members[i + kMemberAhead])) prefetch_rank(members[i + kMemberAhead]);
-    moving_since_ = cf.started;
-    const uint32_t m = members[i];
-    if ((opt_symmetric_ && !simulated_[m]) || ranks_[m].dead) continue;
-    const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
-    if (s != kNoStream) complete(m, s);
-  }
+  // The members are far apart at 16k ranks: each one's state is asked for 16 members ahead.
+  sim::for_each_prefetched(
+      members.size(), 16,
+      [&](size_t j) {
+        if (!opt_symmetric_ || simulated_[members[j]]) prefetch_rank(members[j]);
+      },
+      [&](size_t i) {
+        moving_since_ = cf.started;
+        const uint32_t m = members[i];
+        if ((opt_symmetric_ && !simulated_[m]) || ranks_[m].dead) return;
+        const uint16_t s = cf.mixed ? waiting_stream(m, cf.comm, cf.seq) : cf.stream;
+        if (s != kNoStream) complete(m, s);
+      });
   moving_since_ = outer_moving;
   --completion_depth_;
 }

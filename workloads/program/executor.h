@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -324,7 +325,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::map<std::tuple<uint32_t, uint32_t, uint8_t, double>, std::unique_ptr<CollectivePlan>> plans_;
   std::map<double, std::unique_ptr<CollectivePlan>> send_plans_;
   std::vector<uint32_t> scratch_members_, scratch_gpus_;
-  std::vector<std::vector<uint32_t>> member_buffers_;
+  std::deque<std::vector<uint32_t>> member_buffers_;
   size_t completion_depth_ = 0;
   std::vector<uint32_t> pump_queue_;
   bool pumping_ = false;
