@@ -156,10 +156,122 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   j.data_parallel = DataParallel::kZero2;
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 2.0, 0.02);
   j.data_parallel = DataParallel::kFsdp;
+  j.fsdp_reduce_bytes = 2;  // bf16 reduce-scatter, as the textbook counts it
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 3.0, 0.03);
+  // FSDP2's fp32 reduce_dtype (torchtitan's default) doubles the reduce-scatter: 2 + 2 = 4 units.
+  j.fsdp_reduce_bytes = 4;
+  EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 4.0, 0.04);
   j.dp = 1;
   j.global_batch = 1;
   EXPECT_EQ(dp_ring_bytes(build_training(j), 1), 0.0);
+}
+
+// Llama 3 8B on PP 2 x DP 2 with FSDP, one sequence per micro-batch, 1F1B.
+TrainingJob fsdp_pp_job(int64_t micro_batches) {
+  TrainingJob j;
+  j.model = find_model_preset("llama3-8b");
+  j.gpu = topo::find_gpu("h100-sxm");
+  j.profile = topo::default_profile(j.gpu);
+  j.seq_len = 2048;
+  j.micro_batch = 1;
+  j.pp = 2;
+  j.dp = 2;
+  j.global_batch = 2 * micro_batches;
+  j.data_parallel = DataParallel::kFsdp;
+  j.schedule = PipelineSchedule::kOneFOneB;
+  return j;
+}
+
+// Stage 0 of Llama 3 8B on 2 stages: 16 layers of 218,112,000 parameters (q and o 4096 x 4096,
+// k and v 4096 x 1024, SwiGLU 3 x 4096 x 14336, two norms of 4096) and the 128,256 x 4096
+// embedding (525,336,576): 4,015,128,576 parameters.
+constexpr double kLlama8bStage0Params = 16.0 * 218112000.0 + 525336576.0;
+
+TEST(TrainingDataParallel, FsdpUnderPipelineGathersOnceAndReducesAfterTheLastBackward) {
+  // torchtitan with PP keeps a layer gathered after its forward (reshard_after_forward_policy
+  // "default"), and PyTorch's pipeline stage defers FSDP's gradient sync and reshard to the last
+  // micro-batch's backward. Stage 0 of 1F1B, p = 2, m = 4: F0 F1 B0 F2 B1 F3 B2 B3. Its 16 layers
+  // and the embedding are gathered once each, in F0 (17 all-gathers of 2 bytes per parameter),
+  // and reduce-scattered once each after B3's last kernel (17 reduce-scatters of 4 bytes per
+  // parameter: FSDP2's fp32 reduce_dtype).
+  TrainingJob j = fsdp_pp_job(4);
+  const TrainingPlan plan = build_training(j);
+  const Program& p = plan.programs[0];
+  int64_t last_compute = -1;
+  int gathers = 0, reduces = 0;
+  double gathered = 0, reduced = 0;
+  for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.op(i);
+    if (op.kind == OpKind::kKernel && op.category == TrainingCategory::kCompute) last_compute = i;
+    if (op.kind != OpKind::kCollective || op.comm != static_cast<uint32_t>(Dim::kDp)) continue;
+    if (op.coll == CollectiveOp::kAllGather) {
+      ++gathers;
+      gathered += op.bytes;
+      EXPECT_EQ(op.micro_batch, 0);
+    } else {
+      ASSERT_EQ(op.coll, CollectiveOp::kReduceScatter);
+      ++reduces;
+      reduced += op.bytes;
+      EXPECT_EQ(op.micro_batch, 3);
+    }
+  }
+  EXPECT_EQ(gathers, 17);
+  EXPECT_EQ(reduces, 17);
+  EXPECT_NEAR(gathered, 2 * kLlama8bStage0Params, 1.0);
+  EXPECT_NEAR(reduced, 4 * kLlama8bStage0Params, 1.0);
+  // Every reduce-scatter comes after the stage's last kernel of the backward: program order puts
+  // the optimizer after them, so the last compute before the optimizer precedes all of them.
+  for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.op(i);
+    if (op.kind == OpKind::kCollective && op.coll == CollectiveOp::kReduceScatter)
+      EXPECT_GT(static_cast<int64_t>(i), last_compute);
+  }
+
+  // reshard_after_forward "always" under PP: a forward frees the layers, a backward that finds
+  // them freed gathers them and (sync deferred) keeps them. F0 gathers, F1 gathers, B0 gathers
+  // (keeps), F2 finds them (frees), B1 gathers, F3 finds them (frees), B2 gathers, B3 finds them:
+  // 5 gathering passes x 17 = 85 all-gathers; the reductions are unchanged.
+  j.fsdp_reshard = TrainingJob::Reshard::kAlways;
+  int always = 0;
+  const TrainingPlan again = build_training(j);
+  for (const Op& op : again.programs[0].ops())
+    if (op.kind == OpKind::kCollective && op.coll == CollectiveOp::kAllGather &&
+        op.comm == static_cast<uint32_t>(Dim::kDp))
+      ++always;
+  EXPECT_EQ(always, 85);
+}
+
+TEST(TrainingMemory, FsdpUnderPipelineHoldsTheStagesGatheredParamsAndFp32Gradients) {
+  // Stage 0 (P = 4,015,128,576 parameters on the rank before sharding, DP 2): sharded model state
+  // 2 + 2 + 12 bytes per parameter / 2 (params P, grads P, optimizer 6P); the gathered stage
+  // 2P (buffers); the unsharded fp32 gradient accumulators 4P from its first backward, so grads
+  // = P + 4P. m = 4: the peak is at F2, 2 chunk-forwards in flight after B0 (F0 F1 B0 F2 ...).
+  const double P = kLlama8bStage0Params;
+  TrainingJob j = fsdp_pp_job(4);
+  StageMemory m = build_training(j).memory[0];
+  EXPECT_NEAR(m.bytes.params, P, 1.0);
+  EXPECT_NEAR(m.bytes.grads, 5 * P, 4.0);
+  EXPECT_NEAR(m.bytes.optimizer, 6 * P, 4.0);
+  EXPECT_NEAR(m.bytes.comm_buffers, 2 * P, 1.0);
+  EXPECT_EQ(m.in_flight_chunks, 2);
+  const double act2 = m.bytes.activations;
+  // m = 2: F0 F1 B0 B1. Before B0, 2 chunk-forwards and no gradients; after B0, 1 and 4P of
+  // gradients (16 GB, more than one chunk's activations: 16 layers of a 2,048-token sequence,
+  // about 16 x 34 x 2048 x 4096 bytes = 4.6 GB), so the peak is after B0.
+  m = build_training(fsdp_pp_job(2)).memory[0];
+  EXPECT_EQ(m.in_flight_chunks, 1);
+  EXPECT_NEAR(m.bytes.grads, 5 * P, 4.0);
+  EXPECT_LT(m.bytes.activations, act2);
+  // Without pipeline parallelism nothing is deferred: one layer gathered ahead (fsdp_prefetch 1)
+  // besides the one in use, 2 x 218,112,000 x 2 bytes; gradients sharded only.
+  TrainingJob one = fsdp_pp_job(4);
+  one.pp = 1;
+  one.dp = 4;
+  one.global_batch = 8;
+  m = build_training(one).memory[0];
+  EXPECT_NEAR(m.bytes.comm_buffers, 2 * 218112000.0 * 2, 1.0);
+  const double all = static_cast<double>(count_params(one.model).total);
+  EXPECT_NEAR(m.bytes.grads, all * 2 / 4, 4.0);
 }
 
 TEST(TrainingDataParallel, WithContextParallelGradientsReduceOverDpTimesCp) {

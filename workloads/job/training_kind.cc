@@ -228,8 +228,14 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           static_cast<long long>(j.dp), static_cast<long long>(j.dp_outer), std::string(kDataParallelNames.name(j.data_parallel)).c_str(),
           std::string(kPipelineScheduleNames.name(j.schedule)).c_str());
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
-  appendf(o, ", %lld micro-batches of %lld\n\n", static_cast<long long>(r.micro_batches),
+  appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
+  if (j.data_parallel == DataParallel::kFsdp)
+    appendf(o, "  fsdp: layers %s after forward, gradients reduce-scattered in %s %s\n",
+            j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered", j.fsdp_reduce_bytes == 4 ? "fp32" : "bf16",
+            j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
+                                      : "after every backward");
+  appendf(o, "\n");
   if (r.fidelity == "symmetric")
     appendf(o, "  fidelity: symmetric (one data-parallel replica of %u ranks simulated; the other %lld replicas are\n"
             "  identical: their collectives' bytes and their copies' load on shared links are modelled exactly)\n\n",
@@ -310,6 +316,11 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["dp"] = j.dp;
   c["dp_outer"] = j.dp_outer;
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
+  if (j.data_parallel == DataParallel::kFsdp) {
+    c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward();
+    c["fsdp_reduce_dtype"] = j.fsdp_reduce_bytes == 4 ? "fp32" : "bf16";
+    c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "every backward";
+  }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));
   c["virtual_stages"] = j.virtual_stages;
   c["seq_len"] = j.seq_len;

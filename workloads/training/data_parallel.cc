@@ -77,15 +77,31 @@ class Bucketed : public DataParallelPolicy {
   std::vector<Held> held_;        // buckets held back until after_passes() (no overlap)
 };
 
-// ZeRO-3 (FSDP), with HSDP's replicate all-reduce when dp_outer > 1.
+// ZeRO-3 (FSDP), with HSDP's replicate all-reduce when dp_outer > 1. A chunk's layers are
+// gathered (unsharded) or not as a whole: a pass that finds them sharded all-gathers each layer
+// before use; after a forward they stay gathered unless fsdp_reshard_after_forward; after a
+// backward they are resharded, except under pipeline parallelism before the chunk's last
+// backward. There PyTorch's pipeline stage (torch/distributed/pipelining/stage.py,
+// backward_maybe_with_nosync) turns FSDP's reshard-after-backward and gradient sync off and, after
+// the last micro-batch's backward, runs every FSDP group's post-backward: the chunk's gradients,
+// accumulated unsharded, are reduce-scattered then, one collective per layer, back to back.
 class Fsdp : public DataParallelPolicy {
  public:
-  using DataParallelPolicy::DataParallelPolicy;
+  Fsdp(StageEmitter& e, const StageShape& shape, const ParamSplit& split)
+      : DataParallelPolicy(e, shape, split),
+        gathered_(static_cast<size_t>(shape.virtual_stages), false),
+        gather_now_(static_cast<size_t>(shape.virtual_stages), true) {}
 
+  void begin_pass(int32_t, int32_t chunk, Pass pass, bool grads_final) override {
+    const size_t c = static_cast<size_t>(chunk);
+    gather_now_[c] = !gathered_[c];
+    gathered_[c] = pass == Pass::kForward ? !job_.fsdp_reshard_after_forward()
+                                          : job_.fsdp_defers_grad_sync() && !grads_final;
+  }
   // All-gather of layer position `pos` of this pass, at most `fsdp_prefetch` layers ahead.
   void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
                     Pass pass) override {
-    if (!e_.has(Dim::kDp)) return;
+    if (!e_.has(Dim::kDp) || !gather_now_[static_cast<size_t>(chunk)]) return;
     std::vector<uint32_t> deps;
     int64_t ahead = pos - job_.fsdp_prefetch;
     if (ahead >= 0 && layer_first[static_cast<size_t>(ahead)] >= 0)
@@ -99,36 +115,59 @@ class Fsdp : public DataParallelPolicy {
                                   mb, static_cast<int32_t>(l), deps));
   }
   // The embedding or the head: gathered before use, gradient reduce-scattered after.
-  void before_whole(double params, const char* what, int32_t mb) override {
-    if (!e_.has(Dim::kDp) || params <= 0) return;
+  void before_whole(double params, const char* what, int32_t mb, int32_t chunk) override {
+    if (!e_.has(Dim::kDp) || params <= 0 || !gather_now_[static_cast<size_t>(chunk)]) return;
     e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
                                   std::string("all-gather params ") + what, mb, -1, {}));
   }
   void after_whole_grad(double params, const char* what, int32_t mb, bool grads_final) override {
     if (params <= 0) return;
-    std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
-    uint32_t rs = static_cast<uint32_t>(e_.last_compute());
-    if (e_.has(Dim::kDp))
-      rs = e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
-                             std::string("reduce-scatter grads ") + what, mb, -1, deps);
-    if (grads_final && e_.has(Dim::kDpOuter))
-      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.grad_group()),
-                        std::string("all-reduce grad shard ") + what, mb, -1, {rs});
+    reduce(mb, -1, params, grads_final, std::string("reduce-scatter grads ") + what,
+           std::string("all-reduce grad shard ") + what);
   }
-  // Reduce-scatter this layer's gradient after every micro-batch's backward.
   void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double&) override {
-    if (!e_.has(Dim::kDp) && !e_.has(Dim::kDpOuter)) return;
-    std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
-    uint32_t rs = e_.has(Dim::kDp) ? e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, grad_bytes(params),
-                                                       "reduce-scatter grads", mb,
-                                                       static_cast<int32_t>(layer), deps)
-                                   : static_cast<uint32_t>(e_.last_compute());
-    if (grads_final && e_.has(Dim::kDpOuter))
-      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce, grad_bytes(params) / static_cast<double>(job_.grad_group()),
-                        "all-reduce grad shard", mb, static_cast<int32_t>(layer),
-                        {rs});
+    reduce(mb, static_cast<int32_t>(layer), params, grads_final, "reduce-scatter grads", "all-reduce grad shard");
+  }
+  // The end of a chunk's last backward under pipeline parallelism: its held reductions go out.
+  void flush(int32_t, bool grads_final, double&, int32_t) override {
+    if (!grads_final) return;
+    for (const Held& h : held_) send(h.mb, h.layer, h.params, true, h.rs_name, h.ar_name);
+    held_.clear();
   }
   double optimizer_share(double params) const override { return params / static_cast<double>(job_.grad_group()); }
+
+ private:
+  struct Held {
+    int32_t mb;
+    int32_t layer;
+    double params;
+    std::string rs_name, ar_name;
+  };
+  double reduce_bytes(double params) const { return params * job_.fsdp_reduce_bytes; }
+  // A gradient is complete for this micro-batch: reduce-scattered now, or, with the sync
+  // deferred, accumulated (nothing to send) until the chunk's last backward ends.
+  void reduce(int32_t mb, int32_t layer, double params, bool grads_final, std::string rs_name, std::string ar_name) {
+    if (!e_.has(Dim::kDp) && !e_.has(Dim::kDpOuter)) return;
+    if (job_.fsdp_defers_grad_sync()) {
+      if (grads_final) held_.push_back({mb, layer, params, std::move(rs_name), std::move(ar_name)});
+      return;
+    }
+    send(mb, layer, params, grads_final, rs_name, ar_name);
+  }
+  void send(int32_t mb, int32_t layer, double params, bool grads_final, const std::string& rs_name,
+            const std::string& ar_name) {
+    std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
+    uint32_t rs = e_.has(Dim::kDp) ? e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, reduce_bytes(params),
+                                                       rs_name, mb, layer, deps)
+                                   : static_cast<uint32_t>(e_.last_compute());
+    if (grads_final && e_.has(Dim::kDpOuter))
+      e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce,
+                        reduce_bytes(params) / static_cast<double>(job_.grad_group()), ar_name, mb, layer, {rs});
+  }
+
+  std::vector<bool> gathered_;    // per chunk: its layers are unsharded now
+  std::vector<bool> gather_now_;  // per chunk: the current pass gathers them
+  std::vector<Held> held_;        // deferred reductions of the chunk being finished
 };
 
 }  // namespace

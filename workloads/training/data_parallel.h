@@ -4,9 +4,13 @@
 //              DDP, Li et al. VLDB 2020);
 //   ZeRO-1/2   gradients reduce-scattered in the same buckets, parameters all-gathered before their
 //              first use in the step (Rajbhandari et al. SC'20);
-//   FSDP       (ZeRO-3) every layer all-gathered before each use, at most `fsdp_prefetch` layers
-//              ahead, its gradient reduce-scattered after every backward; HSDP adds an all-reduce
-//              of the gradient shard over the replicate group dp_outer (Zhao et al., VLDB 2023).
+//   FSDP       (ZeRO-3) a layer all-gathered before a pass that finds it sharded, at most
+//              `fsdp_prefetch` layers ahead, and resharded after its forward only with
+//              reshard_after_forward; gradients reduce-scattered after every backward, or, under
+//              pipeline parallelism, accumulated unsharded and reduce-scattered after each chunk's
+//              last backward (PyTorch FSDP2 as torchtitan runs it, see TrainingJob); HSDP adds an
+//              all-reduce of the gradient shard over the replicate group dp_outer (Zhao et al.,
+//              VLDB 2023).
 // Internal to workloads/training/.
 #pragma once
 
@@ -26,12 +30,16 @@ class DataParallelPolicy {
 
   // Before the first pass of the step.
   virtual void before_step() {}
+  // A forward or backward pass of (mb, chunk) begins (grads_final: its gradients are complete
+  // after it); before any of its hooks below.
+  virtual void begin_pass(int32_t mb, int32_t chunk, Pass pass, bool grads_final) {}
   // Before layer position `pos` (0 = first of the pass) of a forward or backward pass of
   // (mb, chunk); layer_first[k] is the first compute op of earlier position k (or -1).
   virtual void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
                             Pass pass) {}
-  // The embedding's or head's parameters are about to be used; their gradient was just computed.
-  virtual void before_whole(double params, const char* what, int32_t mb) {}
+  // The embedding's or head's parameters (of `chunk`) are about to be used; their gradient was
+  // just computed.
+  virtual void before_whole(double params, const char* what, int32_t mb, int32_t chunk) {}
   virtual void after_whole_grad(double params, const char* what, int32_t mb, bool grads_final) {}
   // A layer's gradient is complete for this micro-batch; `bucket` collects parameters whose
   // gradients wait to be sent. flush() ends the chunk's pass (global chunk g).

@@ -315,6 +315,9 @@ class StageBuilder {
     dp_ = make_data_parallel_policy(e_, shape_, split_);
   }
 
+  // The stage's pipeline order (after build()).
+  const std::vector<PipelineWork>& order() const { return order_; }
+
   Program build(int32_t* peak_in_flight_out) {
     order_ = pipeline_order(params_, shape_.stage);
     *peak_in_flight_out = peak_in_flight(order_);
@@ -394,8 +397,9 @@ class StageBuilder {
   void forward(int32_t mb, int32_t chunk) {
     int32_t g = global(chunk);
     if (g > 0) e_.recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
+    dp_->begin_pass(mb, chunk, Pass::kForward, false);
     if (g == 0) {
-      dp_->before_whole(split_.embed, "embedding", mb);
+      dp_->before_whole(split_.embed, "embedding", mb, chunk);
       emit(embed_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
@@ -406,7 +410,7 @@ class StageBuilder {
       layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
     }
     if (g == last_global()) {
-      dp_->before_whole(split_.head, "head", mb);
+      dp_->before_whole(split_.head, "head", mb, chunk);
       emit(head_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     if (g < last_global())
@@ -419,8 +423,9 @@ class StageBuilder {
     if (g < last_global()) e_.recv(+1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv grad");
     const Recipe& hb = input_only ? head_.bwd_input : head_.bwd;
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
+    dp_->begin_pass(mb, chunk, Pass::kBackward, grads_final);
     if (g == last_global()) {
-      dp_->before_whole(split_.head, "head", mb);
+      dp_->before_whole(split_.head, "head", mb, chunk);
       emit(hb, mb, -1, TrainingCategory::kCompute);
       if (!input_only) dp_->after_whole_grad(split_.head, "head", mb, grads_final);
     }
@@ -439,7 +444,7 @@ class StageBuilder {
       if (!input_only) dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
-      dp_->before_whole(split_.embed, "embedding", mb);
+      dp_->before_whole(split_.embed, "embedding", mb, chunk);
       emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute);
       if (!input_only) dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
     }
@@ -633,15 +638,44 @@ TrainingPlan build_training(const TrainingJob& job) {
     }
     StageMemory mem;
     mem.stage = st;
-    mem.in_flight_chunks = in_flight;
     mem.bytes = model_state_memory(static_cast<int64_t>(params), job.grad_group(), zero, job.adam);
-    double layers_per_chunk = layers_held / static_cast<double>(job.virtual_stages);
-    mem.bytes.activations = in_flight * layers_per_chunk * act_layer + (has_head ? act_head : 0);
+    const double act_chunk = layers_held / static_cast<double>(job.virtual_stages) * act_layer;
+    // The peak of activations in flight plus, where FSDP defers its gradient sync, the unsharded
+    // gradients accumulated so far (a chunk's from its first backward on).
+    double accumulated = 0;
+    mem.in_flight_chunks = in_flight;
+    if (job.fsdp_defers_grad_sync()) {
+      std::vector<double> chunk_grad(static_cast<size_t>(job.virtual_stages), 0);
+      for (int64_t c = 0; c < job.virtual_stages; ++c)
+        chunk_grad[static_cast<size_t>(c)] = split.chunk(c * job.pp + st) * job.fsdp_reduce_bytes;
+      const bool split_w = job.schedule == PipelineSchedule::kZeroBubbleH1;
+      int32_t live = 0;
+      double acc = 0, best = -1;
+      for (const PipelineWork& w : sb.order()) {
+        if (w.pass == PassKind::kForward) ++live;
+        if (w.pass == PassKind::kBackward || w.pass == PassKind::kBackwardInput) --live;
+        if (w.pass == (split_w ? PassKind::kBackwardWeight : PassKind::kBackward)) {
+          acc += chunk_grad[static_cast<size_t>(w.chunk)];
+          chunk_grad[static_cast<size_t>(w.chunk)] = 0;
+        }
+        if (live * act_chunk + acc > best) {
+          best = live * act_chunk + acc;
+          mem.in_flight_chunks = live;
+          accumulated = acc;
+        }
+      }
+    }
+    mem.bytes.grads += accumulated;
+    mem.bytes.activations = mem.in_flight_chunks * act_chunk + (has_head ? act_head : 0);
     if (job.recompute == Recompute::kFull) mem.bytes.activations += act_layer_full;  // the layer being recomputed
-    if (job.data_parallel == DataParallel::kFsdp)
-      mem.bytes.comm_buffers = static_cast<double>(job.fsdp_prefetch + 1) * layer_params * job.adam.param;
-    else if (job.dp > 1)
+    if (job.data_parallel == DataParallel::kFsdp) {
+      // Gathered parameters: the layers in flight, or all of the stage's where they stay gathered
+      // between passes (no reshard after forward, or none after backward under the deferral).
+      const bool all = !job.fsdp_reshard_after_forward() || job.fsdp_defers_grad_sync();
+      mem.bytes.comm_buffers = (all ? params : static_cast<double>(job.fsdp_prefetch + 1) * layer_params) * job.adam.param;
+    } else if (job.dp > 1) {
       mem.bytes.comm_buffers = 2 * job.ddp_bucket_bytes;
+    }
     plan.memory.push_back(mem);
   }
   plan.tokens_per_step = static_cast<double>(job.global_batch) * static_cast<double>(job.seq_len);

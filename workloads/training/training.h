@@ -66,6 +66,23 @@ struct TrainingJob {
   std::array<Dim, kNumDims> order = Layout::default_order();
   DataParallel data_parallel = DataParallel::kDdp;
   int64_t fsdp_prefetch = 1;           // ZeRO-3: all-gathers in flight ahead of compute
+  // FSDP: free a layer's gathered parameters after its forward (and gather them again for its
+  // backward). torchtitan's reshard_after_forward_policy "default" (torchtitan/models/llama3/
+  // infra/parallelize.py, apply_fsdp): yes without pipeline parallelism, no with it, "to avoid
+  // per-microbatch all-gathers" of the same parameters.
+  enum class Reshard { kDefault, kAlways, kNever };
+  Reshard fsdp_reshard = Reshard::kDefault;
+  bool fsdp_reshard_after_forward() const {
+    return fsdp_reshard == Reshard::kDefault ? pp == 1 : fsdp_reshard == Reshard::kAlways;
+  }
+  // FSDP: bytes per gradient element reduced and accumulated: FSDP2's MixedPrecisionPolicy
+  // reduce_dtype, float32 in torchtitan (training.mixed_precision_reduce); with it, gradients
+  // accumulated over micro-batches are kept in float32 too (FSDPParam.to_accumulated_grad_if_needed).
+  double fsdp_reduce_bytes = 4;
+  // Under pipeline parallelism PyTorch's pipeline stage keeps FSDP from syncing (and resharding)
+  // gradients until a chunk's last backward (torch/distributed/pipelining/stage.py,
+  // backward_maybe_with_nosync): the chunk's unsharded gradients accumulate across micro-batches.
+  bool fsdp_defers_grad_sync() const { return data_parallel == DataParallel::kFsdp && pp > 1; }
   double ddp_bucket_bytes = 25 << 20;  // PyTorch DDP default bucket_cap_mb = 25
   // DDP / ZeRO-1/2: reduce each gradient bucket as soon as the last micro-batch's backward fills
   // it, overlapped with the rest of the backward (PyTorch DDP; Megatron-LM --overlap-grad-reduce),

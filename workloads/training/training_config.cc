@@ -132,7 +132,24 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.order = o;
   }
   j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
-  j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
+  {
+    // Keys of FSDP only: refused, naming the strategy, for any other, and read (which records
+    // their defaults in the resolved scenario) only for FSDP.
+    for (const char* key : {"fsdp_prefetch", "fsdp_reshard_after_forward", "fsdp_reduce_dtype"})
+      if (p.has(key) && j.data_parallel != DataParallel::kFsdp)
+        p.child(key).fail(std::string("applies to data_parallel: fsdp only (this job's is ") +
+                          std::string(kDataParallelNames.name(j.data_parallel)) + ")");
+  }
+  if (j.data_parallel == DataParallel::kFsdp) {
+    j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
+    // torchtitan's reshard_after_forward_policy: default = always without PP, never with it.
+    const std::string r = p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never"}, "default");
+    const std::string rd = p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16"}, "fp32");
+    j.fsdp_reshard = r == "default"  ? TrainingJob::Reshard::kDefault
+                     : r == "always" ? TrainingJob::Reshard::kAlways
+                                     : TrainingJob::Reshard::kNever;
+    j.fsdp_reduce_bytes = rd == "fp32" ? 4.0 : 2.0;
+  }
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
   j.overlap_grad_reduce = p.get_bool("overlap_grad_reduce", j.overlap_grad_reduce);
