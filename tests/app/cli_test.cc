@@ -227,6 +227,35 @@ TEST_F(CliErrors, UnknownKey) {
   EXPECT_TRUE(contains(r.err, "unknown key")) << r.err;
 }
 
+TEST_F(CliErrors, FsdpKeysForAnotherStrategy) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n"
+             "workload:\n"
+             "  kind: training\n"
+             "  model: {preset: llama3-8b}\n"
+             "  training: {seq_len: 2048, global_batch: 8}\n"
+             "  parallelism: {dp: 8, data_parallel: zero1, fsdp_reduce_dtype: bf16}\n"  // the value at col 65
+             "  schedule: {kind: 1f1b}\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:7:65: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "workload.parallelism.fsdp_reduce_dtype: applies to data_parallel: fsdp only (this job's is zero1)"))
+      << r.err;
+  // fsdp_prefetch at its default passes (resolved scenarios of earlier releases list it for every
+  // strategy); any other value is refused the same way.
+  auto replace_all = [](std::string t, const std::string& from, const std::string& to) {
+    for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size())) t.replace(at, from.size(), to);
+    return t;
+  };
+  write_text(file("old.yaml"), replace_all(read_text(file("bad.yaml")), "fsdp_reduce_dtype: bf16", "fsdp_prefetch: 1"));
+  EXPECT_EQ(run({"run", "--quiet", "old.yaml"}).status, 0);
+  write_text(file("bad2.yaml"), replace_all(read_text(file("bad.yaml")), "fsdp_reduce_dtype: bf16", "fsdp_prefetch: 2"));
+  r = run({"run", "--quiet", "bad2.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "workload.parallelism.fsdp_prefetch: applies to data_parallel: fsdp only")) << r.err;
+}
+
 TEST_F(CliErrors, NegativeBandwidth) {
   write_text(file("bad.yaml"),
              "name: t\n"

@@ -157,6 +157,8 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 2.0, 0.02);
   j.data_parallel = DataParallel::kFsdp;
   j.fsdp_reduce_bytes = 2;  // bf16 reduce-scatter, as the textbook counts it
+  j.fsdp_reshard = TrainingJob::Reshard::kAlways;  // everything gathered again for the backward,
+                                                   // the head included (torchtitan keeps it)
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 3.0, 0.03);
   // FSDP2's fp32 reduce_dtype (torchtitan's default) doubles the reduce-scatter: 2 + 2 = 4 units.
   j.fsdp_reduce_bytes = 4;
@@ -230,48 +232,85 @@ TEST(TrainingDataParallel, FsdpUnderPipelineGathersOnceAndReducesAfterTheLastBac
   // reshard_after_forward "always" under PP: a forward frees the layers, a backward that finds
   // them freed gathers them and (sync deferred) keeps them. F0 gathers, F1 gathers, B0 gathers
   // (keeps), F2 finds them (frees), B1 gathers, F3 finds them (frees), B2 gathers, B3 finds them:
-  // 5 gathering passes x 17 = 85 all-gathers; the reductions are unchanged.
+  // 5 gathering passes x 17 = 85 all-gathers (the embedding follows the layers' policy, as
+  // torchtitan wraps it with the same flag); the reductions are unchanged.
   j.fsdp_reshard = TrainingJob::Reshard::kAlways;
-  int always = 0;
+  int always = 0, always_reduces = 0;
   const TrainingPlan again = build_training(j);
-  for (const Op& op : again.programs[0].ops())
-    if (op.kind == OpKind::kCollective && op.coll == CollectiveOp::kAllGather &&
-        op.comm == static_cast<uint32_t>(Dim::kDp))
-      ++always;
+  for (const Op& op : again.programs[0].ops()) {
+    if (op.kind != OpKind::kCollective || op.comm != static_cast<uint32_t>(Dim::kDp)) continue;
+    if (op.coll == CollectiveOp::kAllGather) ++always;
+    if (op.coll == CollectiveOp::kReduceScatter) {
+      ++always_reduces;
+      EXPECT_EQ(op.micro_batch, 3);
+    }
+  }
   EXPECT_EQ(always, 85);
+  EXPECT_EQ(always_reduces, 17);
+}
+
+TEST(TrainingDataParallel, FsdpUnderZeroBubbleReducesAfterTheLastWeightPass) {
+  // zb-h1 splits each backward into an input pass (B) and a weight pass (W); gradients are
+  // complete after a chunk's last W, so the 17 reduce-scatters of stage 0 follow the last W's
+  // kernels: every one comes after the last compute op of the program, and carries the last
+  // micro-batch (3).
+  TrainingJob j = fsdp_pp_job(4);
+  j.schedule = PipelineSchedule::kZeroBubbleH1;
+  const TrainingPlan plan = build_training(j);
+  const Program& p = plan.programs[0];
+  int64_t last_compute = -1;
+  for (uint32_t i = 0; i < p.ops().size(); ++i)
+    if (p.op(i).kind == OpKind::kKernel && p.op(i).category == TrainingCategory::kCompute) last_compute = i;
+  int reduces = 0;
+  for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.op(i);
+    if (op.kind != OpKind::kCollective || op.coll != CollectiveOp::kReduceScatter) continue;
+    ++reduces;
+    EXPECT_GT(static_cast<int64_t>(i), last_compute);
+    EXPECT_EQ(op.micro_batch, 3);
+  }
+  EXPECT_EQ(reduces, 17);
 }
 
 TEST(TrainingMemory, FsdpUnderPipelineHoldsTheStagesGatheredParamsAndFp32Gradients) {
   // Stage 0 (P = 4,015,128,576 parameters on the rank before sharding, DP 2): sharded model state
-  // 2 + 2 + 12 bytes per parameter / 2 (params P, grads P, optimizer 6P); the gathered stage
-  // 2P (buffers); the unsharded fp32 gradient accumulators 4P from its first backward, so grads
-  // = P + 4P. m = 4: the peak is at F2, 2 chunk-forwards in flight after B0 (F0 F1 B0 F2 ...).
+  // 2 + 2 + 12 bytes per parameter / 2 (params P, optimizer 6P); the gathered stage 2P (buffers);
+  // the unsharded fp32 gradient accumulators 4P from its first backward. The sharded gradients
+  // (P) exist only once the accumulators are reduce-scattered at the end, so grads = max(P, 4P).
+  // m = 4: the peak is at F2, 2 chunk-forwards in flight after B0 (F0 F1 B0 F2 ...).
   const double P = kLlama8bStage0Params;
   TrainingJob j = fsdp_pp_job(4);
   StageMemory m = build_training(j).memory[0];
   EXPECT_NEAR(m.bytes.params, P, 1.0);
-  EXPECT_NEAR(m.bytes.grads, 5 * P, 4.0);
+  EXPECT_NEAR(m.bytes.grads, 4 * P, 4.0);
   EXPECT_NEAR(m.bytes.optimizer, 6 * P, 4.0);
   EXPECT_NEAR(m.bytes.comm_buffers, 2 * P, 1.0);
   EXPECT_EQ(m.in_flight_chunks, 2);
   const double act2 = m.bytes.activations;
+  // bf16 accumulators: 2P.
+  j.fsdp_reduce_bytes = 2;
+  EXPECT_NEAR(build_training(j).memory[0].bytes.grads, 2 * P, 4.0);
   // m = 2: F0 F1 B0 B1. Before B0, 2 chunk-forwards and no gradients; after B0, 1 and 4P of
   // gradients (16 GB, more than one chunk's activations: 16 layers of a 2,048-token sequence,
   // about 16 x 34 x 2048 x 4096 bytes = 4.6 GB), so the peak is after B0.
   m = build_training(fsdp_pp_job(2)).memory[0];
   EXPECT_EQ(m.in_flight_chunks, 1);
-  EXPECT_NEAR(m.bytes.grads, 5 * P, 4.0);
+  EXPECT_NEAR(m.bytes.grads, 4 * P, 4.0);
   EXPECT_LT(m.bytes.activations, act2);
   // Without pipeline parallelism nothing is deferred: one layer gathered ahead (fsdp_prefetch 1)
-  // besides the one in use, 2 x 218,112,000 x 2 bytes; gradients sharded only.
+  // besides the one in use, 2 x 218,112,000 parameters, and the final norm and head, kept
+  // between their forward and backward (4,096 + 128,256 x 4,096 = 525,340,672), 2 bytes each;
+  // gradients sharded only (2 bytes / 4 ranks). With "always" the head is freed too.
   TrainingJob one = fsdp_pp_job(4);
   one.pp = 1;
   one.dp = 4;
   one.global_batch = 8;
   m = build_training(one).memory[0];
-  EXPECT_NEAR(m.bytes.comm_buffers, 2 * 218112000.0 * 2, 1.0);
+  EXPECT_NEAR(m.bytes.comm_buffers, (2 * 218112000.0 + 525340672.0) * 2, 1.0);
   const double all = static_cast<double>(count_params(one.model).total);
   EXPECT_NEAR(m.bytes.grads, all * 2 / 4, 4.0);
+  one.fsdp_reshard = TrainingJob::Reshard::kAlways;
+  EXPECT_NEAR(build_training(one).memory[0].bytes.comm_buffers, 2 * 218112000.0 * 2, 1.0);
 }
 
 TEST(TrainingDataParallel, WithContextParallelGradientsReduceOverDpTimesCp) {

@@ -230,9 +230,9 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
-  if (j.data_parallel == DataParallel::kFsdp)
+  if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
     appendf(o, "  fsdp: layers %s after forward, gradients reduce-scattered in %s %s\n",
-            j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered", j.fsdp_reduce_bytes == 4 ? "fp32" : "bf16",
+            j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered", j.fsdp_reduce_dtype(),
             j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
                                       : "after every backward");
   appendf(o, "\n");
@@ -317,9 +317,9 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["dp_outer"] = j.dp_outer;
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
   if (j.data_parallel == DataParallel::kFsdp) {
-    c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward();
-    c["fsdp_reduce_dtype"] = j.fsdp_reduce_bytes == 4 ? "fp32" : "bf16";
-    c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "every backward";
+    c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
+    c["fsdp_reduce_dtype"] = j.fsdp_reduce_dtype();
+    c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));
   c["virtual_stages"] = j.virtual_stages;

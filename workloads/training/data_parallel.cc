@@ -94,9 +94,16 @@ class Fsdp : public DataParallelPolicy {
 
   void begin_pass(int32_t, int32_t chunk, Pass pass, bool grads_final) override {
     const size_t c = static_cast<size_t>(chunk);
+    const bool kept_after_backward = job_.fsdp_defers_grad_sync() && !grads_final;
     gather_now_[c] = !gathered_[c];
-    gathered_[c] = pass == Pass::kForward ? !job_.fsdp_reshard_after_forward()
-                                          : job_.fsdp_defers_grad_sync() && !grads_final;
+    gathered_[c] = pass == Pass::kForward ? !job_.fsdp_reshard_after_forward() : kept_after_backward;
+    if (shape_.global(chunk) == shape_.last_global()) {
+      // torchtitan wraps the final norm and head as one FSDP unit that keeps its parameters
+      // after the forward unless the policy is "always" (its backward follows at once).
+      head_gather_now_ = !head_gathered_;
+      head_gathered_ = pass == Pass::kForward ? job_.fsdp_reshard != TrainingJob::Reshard::kAlways
+                                              : kept_after_backward;
+    }
   }
   // All-gather of layer position `pos` of this pass, at most `fsdp_prefetch` layers ahead.
   void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
@@ -115,15 +122,16 @@ class Fsdp : public DataParallelPolicy {
                                   mb, static_cast<int32_t>(l), deps));
   }
   // The embedding or the head: gathered before use, gradient reduce-scattered after.
-  void before_whole(double params, const char* what, int32_t mb, int32_t chunk) override {
-    if (!e_.has(Dim::kDp) || params <= 0 || !gather_now_[static_cast<size_t>(chunk)]) return;
+  void before_whole(Whole which, double params, int32_t mb, int32_t chunk) override {
+    const bool gather = which == Whole::kHead ? head_gather_now_ : gather_now_[static_cast<size_t>(chunk)];
+    if (!e_.has(Dim::kDp) || params <= 0 || !gather) return;
     e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
-                                  std::string("all-gather params ") + what, mb, -1, {}));
+                                  std::string("all-gather params ") + whole_name(which), mb, -1, {}));
   }
-  void after_whole_grad(double params, const char* what, int32_t mb, bool grads_final) override {
+  void after_whole_grad(Whole which, double params, int32_t mb, bool grads_final) override {
     if (params <= 0) return;
-    reduce(mb, -1, params, grads_final, std::string("reduce-scatter grads ") + what,
-           std::string("all-reduce grad shard ") + what);
+    reduce(mb, -1, params, grads_final, std::string("reduce-scatter grads ") + whole_name(which),
+           std::string("all-reduce grad shard ") + whole_name(which));
   }
   void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double&) override {
     reduce(mb, static_cast<int32_t>(layer), params, grads_final, "reduce-scatter grads", "all-reduce grad shard");
@@ -167,6 +175,7 @@ class Fsdp : public DataParallelPolicy {
 
   std::vector<bool> gathered_;    // per chunk: its layers are unsharded now
   std::vector<bool> gather_now_;  // per chunk: the current pass gathers them
+  bool head_gathered_ = false, head_gather_now_ = true;  // the same for the final norm and head
   std::vector<Held> held_;        // deferred reductions of the chunk being finished
 };
 

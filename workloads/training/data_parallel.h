@@ -22,6 +22,10 @@
 
 namespace wl {
 
+// The parts outside the layers: the embedding (first chunk), the final norm and head (last).
+enum class Whole { kEmbedding, kHead };
+inline const char* whole_name(Whole w) { return w == Whole::kEmbedding ? "embedding" : "head"; }
+
 class DataParallelPolicy {
  public:
   DataParallelPolicy(StageEmitter& e, const StageShape& shape, const ParamSplit& split)
@@ -39,8 +43,8 @@ class DataParallelPolicy {
                             Pass pass) {}
   // The embedding's or head's parameters (of `chunk`) are about to be used; their gradient was
   // just computed.
-  virtual void before_whole(double params, const char* what, int32_t mb, int32_t chunk) {}
-  virtual void after_whole_grad(double params, const char* what, int32_t mb, bool grads_final) {}
+  virtual void before_whole(Whole which, double params, int32_t mb, int32_t chunk) {}
+  virtual void after_whole_grad(Whole which, double params, int32_t mb, bool grads_final) {}
   // A layer's gradient is complete for this micro-batch; `bucket` collects parameters whose
   // gradients wait to be sent. flush() ends the chunk's pass (global chunk g).
   virtual void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double& bucket) {}

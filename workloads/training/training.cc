@@ -29,6 +29,8 @@ double TrainingJob::non_gemm_peak_flops() const {
 
 void TrainingJob::validate() const {
   auto err = [](const std::string& m) { throw sim::ConfigError(m); };
+  if (fsdp_reduce_bytes != 2 && fsdp_reduce_bytes != 4)
+    err("fsdp_reduce_bytes must be 2 (bf16/fp16) or 4 (fp32), got " + std::to_string(fsdp_reduce_bytes));
   if (global_batch % (dp * dp_outer * micro_batch) != 0)
     err("global_batch " + std::to_string(global_batch) + " is not a multiple of dp x dp_outer x micro_batch = " +
         std::to_string(dp) + " x " + std::to_string(dp_outer) + " x " + std::to_string(micro_batch));
@@ -399,7 +401,7 @@ class StageBuilder {
     if (g > 0) e_.recv(-1, static_cast<uint32_t>(chunk * params_.micro_batches + mb), mb, "recv act");
     dp_->begin_pass(mb, chunk, Pass::kForward, false);
     if (g == 0) {
-      dp_->before_whole(split_.embed, "embedding", mb, chunk);
+      dp_->before_whole(Whole::kEmbedding, split_.embed, mb, chunk);
       emit(embed_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
@@ -410,7 +412,7 @@ class StageBuilder {
       layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
     }
     if (g == last_global()) {
-      dp_->before_whole(split_.head, "head", mb, chunk);
+      dp_->before_whole(Whole::kHead, split_.head, mb, chunk);
       emit(head_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     if (g < last_global())
@@ -425,9 +427,9 @@ class StageBuilder {
     bool grads_final = !input_only && mb == last_grad_mb_[chunk];
     dp_->begin_pass(mb, chunk, Pass::kBackward, grads_final);
     if (g == last_global()) {
-      dp_->before_whole(split_.head, "head", mb, chunk);
+      dp_->before_whole(Whole::kHead, split_.head, mb, chunk);
       emit(hb, mb, -1, TrainingCategory::kCompute);
-      if (!input_only) dp_->after_whole_grad(split_.head, "head", mb, grads_final);
+      if (!input_only) dp_->after_whole_grad(Whole::kHead, split_.head, mb, grads_final);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
     std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
@@ -444,9 +446,9 @@ class StageBuilder {
       if (!input_only) dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
-      dp_->before_whole(split_.embed, "embedding", mb, chunk);
+      dp_->before_whole(Whole::kEmbedding, split_.embed, mb, chunk);
       emit(input_only ? embed_.bwd_input : embed_.bwd, mb, -1, TrainingCategory::kCompute);
-      if (!input_only) dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
+      if (!input_only) dp_->after_whole_grad(Whole::kEmbedding, split_.embed, mb, grads_final);
     }
     if (!input_only) dp_->flush(mb, grads_final, bucket, g);
     if (g > 0)
@@ -459,7 +461,7 @@ class StageBuilder {
     bool grads_final = mb == last_grad_mb_[chunk];
     if (g == last_global()) {
       emit(head_.bwd_weight, mb, -1, TrainingCategory::kCompute);
-      dp_->after_whole_grad(split_.head, "head", mb, grads_final);
+      dp_->after_whole_grad(Whole::kHead, split_.head, mb, grads_final);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
     double bucket = 0;
@@ -470,7 +472,7 @@ class StageBuilder {
     }
     if (g == 0) {
       emit(embed_.bwd_weight, mb, -1, TrainingCategory::kCompute);
-      dp_->after_whole_grad(split_.embed, "embedding", mb, grads_final);
+      dp_->after_whole_grad(Whole::kEmbedding, split_.embed, mb, grads_final);
     }
     dp_->flush(mb, grads_final, bucket, g);
   }
@@ -665,14 +667,21 @@ TrainingPlan build_training(const TrainingJob& job) {
         }
       }
     }
-    mem.bytes.grads += accumulated;
+    // Deferred, the sharded gradients exist only from the reduce-scatters at the step's end, when
+    // the accumulators go (torchtitan zeroes gradients with set_to_none): the larger of the two.
+    if (job.fsdp_defers_grad_sync()) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
     mem.bytes.activations = mem.in_flight_chunks * act_chunk + (has_head ? act_head : 0);
     if (job.recompute == Recompute::kFull) mem.bytes.activations += act_layer_full;  // the layer being recomputed
     if (job.data_parallel == DataParallel::kFsdp) {
-      // Gathered parameters: the layers in flight, or all of the stage's where they stay gathered
+      // Gathered parameters: the layers in flight (and the head, kept between its forward and
+      // backward unless the policy is "always"), or all of the stage's where they stay gathered
       // between passes (no reshard after forward, or none after backward under the deferral).
+      // Nothing is gathered without a sharding group.
       const bool all = !job.fsdp_reshard_after_forward() || job.fsdp_defers_grad_sync();
-      mem.bytes.comm_buffers = (all ? params : static_cast<double>(job.fsdp_prefetch + 1) * layer_params) * job.adam.param;
+      const double head = has_head && job.fsdp_reshard != TrainingJob::Reshard::kAlways ? split.head : 0;
+      if (job.grad_group() > 1)
+        mem.bytes.comm_buffers =
+            (all ? params : static_cast<double>(job.fsdp_prefetch + 1) * layer_params + head) * job.adam.param;
     } else if (job.dp > 1) {
       mem.bytes.comm_buffers = 2 * job.ddp_bucket_bytes;
     }

@@ -82,7 +82,11 @@ struct TrainingJob {
   // Under pipeline parallelism PyTorch's pipeline stage keeps FSDP from syncing (and resharding)
   // gradients until a chunk's last backward (torch/distributed/pipelining/stage.py,
   // backward_maybe_with_nosync): the chunk's unsharded gradients accumulate across micro-batches.
-  bool fsdp_defers_grad_sync() const { return data_parallel == DataParallel::kFsdp && pp > 1; }
+  // (Without a data-parallel group there is nothing to sync: torchtitan applies no FSDP then.)
+  bool fsdp_defers_grad_sync() const {
+    return data_parallel == DataParallel::kFsdp && pp > 1 && (grad_group() > 1 || dp_outer > 1);
+  }
+  const char* fsdp_reduce_dtype() const { return fsdp_reduce_bytes == 4 ? "fp32" : "bf16"; }
   double ddp_bucket_bytes = 25 << 20;  // PyTorch DDP default bucket_cap_mb = 25
   // DDP / ZeRO-1/2: reduce each gradient bucket as soon as the last micro-batch's backward fills
   // it, overlapped with the rest of the backward (PyTorch DDP; Megatron-LM --overlap-grad-reduce),
@@ -126,7 +130,9 @@ struct TrainingJob {
 struct StageMemory {
   int64_t stage = 0;
   MemoryBreakdown bytes;
-  int32_t in_flight_chunks = 0;  // chunk-forwards holding activations at the peak
+  // Chunk-forwards holding activations at the peak: the schedule's most, or, where FSDP
+  // accumulates unsharded gradients, those at the largest sum of activations and gradients.
+  int32_t in_flight_chunks = 0;
 };
 
 struct TrainingPlan {

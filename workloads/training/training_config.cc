@@ -134,20 +134,24 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
   {
     // Keys of FSDP only: refused, naming the strategy, for any other, and read (which records
-    // their defaults in the resolved scenario) only for FSDP.
+    // their defaults in the resolved scenario) only for FSDP. fsdp_prefetch at its default of 1 is
+    // let through: resolved scenarios of earlier releases list it for every strategy.
     for (const char* key : {"fsdp_prefetch", "fsdp_reshard_after_forward", "fsdp_reduce_dtype"})
-      if (p.has(key) && j.data_parallel != DataParallel::kFsdp)
+      if (p.has(key) && j.data_parallel != DataParallel::kFsdp &&
+          !(std::string(key) == "fsdp_prefetch" && p.get_int_in(key, 0, 1024, 1) == 1))
         p.child(key).fail(std::string("applies to data_parallel: fsdp only (this job's is ") +
                           std::string(kDataParallelNames.name(j.data_parallel)) + ")");
   }
   if (j.data_parallel == DataParallel::kFsdp) {
     j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
-    // torchtitan's reshard_after_forward_policy: default = always without PP, never with it.
-    const std::string r = p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never"}, "default");
-    const std::string rd = p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16"}, "fp32");
-    j.fsdp_reshard = r == "default"  ? TrainingJob::Reshard::kDefault
-                     : r == "always" ? TrainingJob::Reshard::kAlways
-                                     : TrainingJob::Reshard::kNever;
+    // torchtitan's reshard_after_forward_policy (default = always without PP, never with it), or
+    // PyTorch's boolean flag.
+    const std::string r =
+        p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never", "true", "false"}, "default");
+    j.fsdp_reshard = r == "default"                    ? TrainingJob::Reshard::kDefault
+                     : r == "always" || r == "true" ? TrainingJob::Reshard::kAlways
+                                                    : TrainingJob::Reshard::kNever;
+    const std::string rd = p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32");
     j.fsdp_reduce_bytes = rd == "fp32" ? 4.0 : 2.0;
   }
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
