@@ -770,7 +770,8 @@ TEST(CollectiveAuto, TinyAllReduceOn48NodesPicksTree) {
   // hints (intra 450 GB/s, 2 us; inter 50 GB/s, 6 us), S = 1 KiB: latency decides.
   //  ring: 2*383 = 766 steps at the mean of its hops' step latencies (336 inside nodes at 2 us,
   //        48 across at 6 us: 960 us / 384 = 2.5 us) = 1.915 ms (+ 5 ns of bytes).
-  //  hierarchical: 2 * 7 * 2 us + 2*47 * 6 us = 28 us + 564 us = 0.592 ms.
+  //  (hierarchical, 2 * 7 * 2 us + 2*47 * 6 us = 0.592 ms, is not a candidate: NCCL has no such
+  //  algorithm.)
   //  tree: depth ceil(log2 48) = 6 between nodes + 7 along the chain = 13; its steps run down
   //        its deepest path, so each pays the slowest hop: 26 * 6 us = 156 us (+ 512 B at 50/3
   //        GB/s = 31 ns).
@@ -780,16 +781,13 @@ TEST(CollectiveAuto, TinyAllReduceOn48NodesPicksTree) {
   EXPECT_EQ(p.algorithm, Algorithm::kTree) << p.note;
   EXPECT_EQ(p.note.rfind("auto: tree/Simple (est 156 us; ", 0), 0u) << p.note;
   EXPECT_NE(p.note.find("ring/Simple 1.92 ms"), std::string::npos) << p.note;
-  EXPECT_NE(p.note.find("hierarchical/Simple 592 us"), std::string::npos) << p.note;
+  EXPECT_EQ(p.note.find("hierarchical"), std::string::npos) << p.note;
 }
 
 TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
   // Same machine, S = 1 GiB = 1073741824: bandwidth decides.
   //  ring: 8 channels, each 2*383/384 * S/8 = 267736405.33 bytes through one NIC:
   //        1.915e-3 (766 steps at 2.5 us, as above) + 5.3547281e-3 = 7.2697281e-3 s.
-  //  hierarchical: 2 * (14 us + 7/8 S / 450e9 = 2.0878313e-3) = 4.2036626e-3;
-  //        rails 94 * 6 us + 2*47/48 * S/8 / 50e9 = 5.64e-4 + 5.2568610e-3 = 5.8208610e-3;
-  //        total 10.0245236e-3 s.
   //  tree: one tree per channel, C = min(8 NICs, 8 GPUs) = 8, each carrying S/8 and leaving its
   //        nodes through its own head's NIC; an inner node's head sends to its parent and two
   //        children through that NIC (B/3): 156 us + (S/8) / (50e9/3) = 156 us + 8.053 ms =
@@ -804,7 +802,7 @@ TEST(CollectiveAuto, LargeAllReduceOn48NodesPicksRing) {
                                   nodes_of(8, 8), h);
   EXPECT_EQ(p.algorithm, Algorithm::kRing) << p.note;
   EXPECT_NEAR(estimate_seconds(p, nodes_of(8, 8), h), 7.2697281e-3, 1e-9);
-  EXPECT_NE(p.note.find("hierarchical/Simple 10 ms"), std::string::npos) << p.note;
+  EXPECT_EQ(p.note.find("hierarchical"), std::string::npos) << p.note;
   EXPECT_NE(p.note.find("tree/Simple 8.53 ms"), std::string::npos) << p.note;
 }
 

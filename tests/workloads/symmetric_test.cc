@@ -141,8 +141,8 @@ TEST(SymmetricMode, ATreeAcrossReplicasIsRefused) {
 TEST(SymmetricMode, HsdpWithContextParallelMatchesExpanded) {
   // DP x CP groups (gradients reduced over both) span replicas and positions inside one: each
   // group gathers its CP simulated members and moves every member's bytes.
-  // A ring: auto would choose the hierarchical algorithm for two members per node, whose node
-  // leaders carry the inter-node hops (refused: next test).
+  // A ring: the hierarchical algorithm's node leaders carry the inter-node hops (refused: next
+  // test).
   expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
                           "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"
                           "  collectives: {dp: ring, dp_outer: ring}\n"
@@ -152,6 +152,7 @@ TEST(SymmetricMode, HsdpWithContextParallelMatchesExpanded) {
 TEST(SymmetricMode, UnevenAlgorithmsRunExpandedUnderAuto) {
   const Outcome r = run(std::string("workload:\n  kind: training\n") + kModel +
                             "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"
+                            "  collectives: {dp: hierarchical}\n"
                             "  schedule: {kind: 1f1b}\n",
                         {"workload.fidelity=auto"});
   ASSERT_EQ(r.error, "");

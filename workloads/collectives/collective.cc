@@ -42,8 +42,9 @@ constexpr std::array<Algorithm, 9> kAlgorithms = {Algorithm::kAuto,         Algo
                                                   Algorithm::kNvlsTree};
 constexpr std::array<Protocol, 4> kProtocols = {Protocol::kAuto, Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
-// Which algorithm can lower which op, in kAuto's tie-break order (ring, hierarchical, tree,
-// halving-doubling; torus and direct only where they are the natural or only choice).
+// Which algorithm can lower which op, in kAuto's tie-break order (ring, then tree; hierarchical
+// and halving-doubling are not auto candidates; torus and direct only where they are the natural
+// or only choice).
 constexpr std::array<Algorithm, 8> kPreference = {Algorithm::kRing,  Algorithm::kHierarchical,
                                                   Algorithm::kTree,  Algorithm::kHalvingDoubling,
                                                   Algorithm::kTorus, Algorithm::kDirect,
@@ -80,16 +81,17 @@ bool implements(Algorithm a, CollectiveOp op) {
   return false;
 }
 
-// Candidates kAuto compares: the algorithms NCCL itself chooses among (ring, tree, and the
-// hierarchical rail pattern of its multi-node rings). Direct all-gather / reduce-scatter are left
-// out: the estimate sees the sender's port but not the incast at each receiver's switch port, and
-// NCCL never picks it. Halving-doubling is an MPI algorithm NCCL does not implement; it stays
-// available by name. Torus is handled before the comparison (it is what a torus is built for).
+// Candidates kAuto compares: the algorithms NCCL itself chooses among (ring, tree, NVLS,
+// NVLS-tree; NCCL v2.26.2 src/graph/tuning.cc). Direct all-gather / reduce-scatter are left out:
+// the estimate sees the sender's port but not the incast at each receiver's switch port, and NCCL
+// never picks it. Halving-doubling (MPI) and hierarchical (Horovod's two-level all-reduce) are
+// algorithms NCCL does not implement; they stay available by name. Torus is handled before the
+// comparison (it is what a torus is built for).
 //
 // Tree inside one node: NCCL builds its trees between nodes (a chain inside each node), so on a
 // single node its "tree" is a chain that never beats the ring; auto leaves it out there.
 bool auto_candidate(Algorithm a, CollectiveOp op) {
-  if (a == Algorithm::kTorus || a == Algorithm::kHalvingDoubling) return false;
+  if (a == Algorithm::kTorus || a == Algorithm::kHalvingDoubling || a == Algorithm::kHierarchical) return false;
   if (a == Algorithm::kDirect) return op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv;
   return implements(a, op);
 }
