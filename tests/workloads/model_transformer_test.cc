@@ -458,3 +458,39 @@ TEST(ModelComm, EmbeddingAndHead) {
 
 }  // namespace
 }  // namespace wl
+
+namespace wl {
+namespace {
+
+TEST(ModelFp8, TensorwiseCastsPrecedeEachGemmWithTheirBytes) {
+  // Llama 3 8B, one 2,048-token sequence, no TP. Under tensorwise scaling each of the layer's five
+  // GEMMs is preceded by its casts. qkv_proj: M = 2048 tokens, K = 4096, N = 4096 + 2 x 1024 =
+  // 6144. Forward 5 (M K + K N) = 5 (8,388,608 + 25,165,824) = 167,772,160 bytes; dgrad
+  // 5 M N + 2 K N = 62,914,560 + 50,331,648 = 113,246,208; wgrad 2 (M N + M K) = 2 (12,582,912 +
+  // 8,388,608) = 41,943,040. Without the option (delayed scaling) there are none.
+  const ModelSpec m = find_model_preset("llama3-8b");
+  OpOptions o;
+  o.fp8_tensorwise_casts = true;
+  const std::vector<OpCost> ops = layer_ops(m, 1, 2048, ParallelShape{}, Precision::kFp8, o);
+  int casts = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].name.size() < 9 || ops[i].name.substr(ops[i].name.size() - 9) != "_fp8_cast") continue;
+    ++casts;
+    ASSERT_LT(i + 1, ops.size());
+    EXPECT_EQ(ops[i + 1].cls, OpClass::kGemm);
+    EXPECT_EQ(ops[i].name, ops[i + 1].name + "_fp8_cast");
+    EXPECT_EQ(ops[i].fwd_flops, 0.0);
+  }
+  EXPECT_EQ(casts, 5);
+  const auto qkv = std::find_if(ops.begin(), ops.end(), [](const OpCost& c) { return c.name == "qkv_proj_fp8_cast"; });
+  ASSERT_NE(qkv, ops.end());
+  EXPECT_DOUBLE_EQ(qkv->fwd_bytes, 167772160.0);
+  EXPECT_DOUBLE_EQ(qkv->bwd_input_bytes, 113246208.0);
+  EXPECT_DOUBLE_EQ(qkv->bwd_weight_bytes, 41943040.0);
+  EXPECT_EQ(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kFp8).size(), ops.size() - 5);
+  // BF16 never casts, option or not.
+  EXPECT_EQ(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o).size(), ops.size() - 5);
+}
+
+}  // namespace
+}  // namespace wl

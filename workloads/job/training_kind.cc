@@ -329,6 +329,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["precision"] = std::string(kPrecisionNames.name(j.precision));
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
   c["kernels"] = j.eager_kernels ? "eager" : "fused";
+  if (j.precision == Precision::kFp8) c["fp8_recipe"] = j.fp8_tensorwise ? "tensorwise" : "delayed";
   out["config"] = c;
   nlohmann::ordered_json w;
   w["ranks"] = ts.job.world();

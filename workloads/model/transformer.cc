@@ -184,6 +184,28 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
   return op;
 }
 
+// The casts around an FP8 GEMM C[M,N] = A[M,K] * W[K,N] under tensorwise dynamic scaling
+// (torchao float8/float8_linear.py and float8_ops: a scale per tensor from its amax, computed
+// before the cast). BF16 sources (2 bytes), FP8 results (1 byte), per element:
+//   forward:  A and W: amax (read 2) then cast (read 2, write 1) = 5 (M K + K N);
+//   dgrad:    dC: amax and cast, 5 M N; W^T for the FP8 GEMM's layout, a transposed copy of the
+//             forward's FP8 W (read 1, write 1), 2 K N;
+//   wgrad:    dC^T and A^T, transposed copies of the FP8 dC and of the saved FP8 A: 2 (M N + M K).
+// Memory-bound kernels (no FLOPs counted): 4 forward, 3 dgrad, 2 wgrad.
+OpCost fp8_casts(const char* gemm_name, double m, double k, double n) {
+  OpCost op;
+  op.name = std::string(gemm_name) + "_fp8_cast";
+  op.cls = OpClass::kElementwise;
+  op.fwd_bytes = 5.0 * (m * k + k * n);
+  op.bwd_input_bytes = 5.0 * m * n + 2.0 * k * n;
+  op.bwd_weight_bytes = 2.0 * (m * n + m * k);
+  op.fwd_kernels = 4;
+  op.bwd_input_kernels = 3;
+  op.bwd_weight_kernels = 2;
+  finish(op);
+  return op;
+}
+
 // Norm over `tokens` rows of `hidden`. Operation counts per element: RMSNorm 4 (square,
 // accumulate, scale by rsqrt, gamma); LayerNorm 7 (mean, subtract, square, accumulate, scale,
 // gamma, beta). Backward input grad ~2x forward; the gamma(/beta) gradient is a reduction over
@@ -417,6 +439,8 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   std::vector<OpCost> ops;
   const bool eager = options.eager;
   ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
+  const bool casts = options.fp8_tensorwise_casts && precision == Precision::kFp8;
+  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols));
   ops.push_back(gemm("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, g.eg));
   if (spec.position == PositionKind::kRope) {
     // Rotation of Q and K: 6 operations per pair of elements = 3 per element; read + write.
@@ -459,6 +483,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     finish(at);
     ops.push_back(at);
   }
+  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden));
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
   if (!spec.parallel_block) {
     // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
@@ -469,7 +494,10 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
+    // Gate and up are two Float8Linear modules (torchtitan's w1 and w3): each casts x itself.
+    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local));
     ops.push_back(gemm("mlp_gate", g.tokens, g.hidden, g.ffn_local, g.eg));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // silu(gate) * up: sigmoid ~4, two multiplies; read gate and up, write the product;
     // backward reads dy, gate, up and writes dgate, dup.
@@ -484,10 +512,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
       finish(ops.back());
     }
   } else {
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // tanh-approximated GELU ~8 operations; read x, write y; backward reads dy and x, writes dx.
     ops.push_back(elementwise("mlp_act", ffn_elems, 8.0, 2.0, 3.0, g.ee));
   }
+  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden));
   ops.push_back(gemm("mlp_down", g.tokens, g.ffn_local, g.hidden, g.eg));
   if (spec.parallel_block) {
     // x + attention branch + MLP branch: 2 operations, read 3 + write 1.

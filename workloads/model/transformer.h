@@ -174,6 +174,11 @@ struct OpOptions {
   // implementations launch, each reading and writing HBM, with FP32 intermediates (transformer.cc
   // counts them). false: fused kernels (Megatron / Transformer Engine, or torch.compile).
   bool eager = false;
+  // FP8 with tensorwise dynamic scaling (torchao's Float8Linear, torchtitan's default float8
+  // recipe): every FP8 GEMM's operands are scaled and cast by kernels of their own around it
+  // (transformer.cc counts them). false: the casts are free (Transformer Engine's delayed scaling
+  // fuses them into the neighbouring norm and activation kernels and caches the weights' casts).
+  bool fp8_tensorwise_casts = false;
 };
 
 // One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, attn_out_proj,

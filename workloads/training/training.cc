@@ -591,6 +591,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   OpOptions oo;
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;
+  oo.fp8_tensorwise_casts = job.fp8_tensorwise;
   int64_t b = job.micro_batch, s = job.seq_len;
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);

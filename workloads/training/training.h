@@ -112,6 +112,11 @@ struct TrainingJob {
   // exp_avg (4 + 4 + 4), exp_avg_sq * beta2 (4 + 4) and addcmul (4 + 4 + 4), sqrt, / bias
   // correction and + eps (3 x (4 + 4)), addcdiv into the parameter (4 + 4 + 4 + 4): 80 bytes.
   bool eager_kernels = false;
+  // `training.fp8_recipe: tensorwise`: FP8 GEMMs pay their operands' scaling and casts as kernels
+  // of their own (torchao Float8Linear with tensorwise dynamic scaling, as torchtitan runs FP8;
+  // OpOptions::fp8_tensorwise_casts). `delayed` (the default): Transformer Engine's delayed
+  // scaling, whose casts are fused into neighbouring kernels and are not charged.
+  bool fp8_tensorwise = false;
   double optimizer_bytes() const { return eager_kernels ? 80.0 : optimizer_bytes_per_param; }
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};
