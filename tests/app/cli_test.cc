@@ -256,6 +256,32 @@ TEST_F(CliErrors, FsdpKeysForAnotherStrategy) {
   EXPECT_TRUE(contains(r.err, "workload.parallelism.fsdp_prefetch: applies to data_parallel: fsdp only")) << r.err;
 }
 
+TEST_F(CliErrors, Fp8RecipeForAnotherPrecision) {
+  write_text(file("bad.yaml"),
+             "name: t\n"
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n"
+             "workload:\n"
+             "  kind: training\n"
+             "  model: {preset: llama3-8b, layers: 2}\n"
+             "  training: {seq_len: 2048, global_batch: 8, precision: bf16, fp8_recipe: tensorwise}\n"  // value at col 75
+             "  parallelism: {tp: 8}\n"
+             "  schedule: {kind: 1f1b}\n");
+  auto r = run({"run", "--quiet", "bad.yaml"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:6:75: workload.training.fp8_recipe: applies to precision: fp8 only (this job's is bf16)"))
+      << r.err;
+  // delayed, the default a resolved FP8 scenario lists, passes; with fp8 the JSON says which ran.
+  std::string t = read_text(file("bad.yaml"));
+  t.replace(t.find("fp8_recipe: tensorwise"), 22, "fp8_recipe: delayed");
+  write_text(file("ok.yaml"), t);
+  EXPECT_EQ(run({"run", "--quiet", "ok.yaml"}).status, 0);
+  t.replace(t.find("precision: bf16"), 15, "precision: fp8");
+  t.replace(t.find("fp8_recipe: delayed"), 19, "fp8_recipe: tensorwise");
+  write_text(file("fp8.yaml"), t);
+  ASSERT_EQ(run({"run", "--quiet", "fp8.yaml", "--json", "out.json"}).status, 0);
+  EXPECT_TRUE(contains(read_text(file("out.json")), "\"fp8_recipe\": \"tensorwise\"")) << read_text(file("out.json"));
+}
+
 TEST_F(CliErrors, NegativeBandwidth) {
   write_text(file("bad.yaml"),
              "name: t\n"

@@ -810,10 +810,9 @@ TEST(CollectiveAuto, NeverPicksHalvingDoublingWhichNcclLacks) {
   // 64 nodes x 8 GPUs = 512 ranks, 8 NICs. Halving-doubling would win the contention-free
   // alpha-beta race here (84 us at 1 KiB, 9.54 ms at 1 GiB), but auto only weighs NCCL's own
   // algorithms. Among those:
-  // 1 KiB: tree 2 * (6 + 7) * 6 us = 156 us, ahead of hierarchical and the ring's 1022 * 6 us.
+  // 1 KiB: tree 2 * (6 + 7) * 6 us = 156 us, ahead of the ring's 1022 * 6 us.
   // 1 GiB: ring 1022 steps at 2.5 us (448 hops inside nodes at 2 us, 64 across at 6 us) = 2.555
-  //        ms + 2*511/512 * S/8 / 50e9 = 5.3582 ms: 7.913 ms, ahead of hierarchical
-  //        (2 * 2.1018 + 0.756 + 1.96875 * S/8 / 50e9 = 10.2445 ms) and the tree (8 channel trees of
+  //        ms + 2*511/512 * S/8 / 50e9 = 5.3582 ms: 7.913 ms, ahead of the tree (8 channel trees of
   //        S/8, each head's NIC shared three ways: 156 us + 8.05 ms = 8.21 ms).
   const auto small = lower_collective(request(CollectiveOp::kAllReduce, Algorithm::kAuto, iota_group(512), 1024.0),
                                       nodes_of(8, 8));

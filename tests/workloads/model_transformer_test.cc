@@ -463,15 +463,20 @@ namespace wl {
 namespace {
 
 TEST(ModelFp8, TensorwiseCastsPrecedeEachGemmWithTheirBytes) {
-  // Llama 3 8B, one 2,048-token sequence, no TP. Under tensorwise scaling each of the layer's five
-  // GEMMs is preceded by its casts. qkv_proj: M = 2048 tokens, K = 4096, N = 4096 + 2 x 1024 =
-  // 6144. Forward 5 (M K + K N) = 5 (8,388,608 + 25,165,824) = 167,772,160 bytes; dgrad
-  // 5 M N + 2 K N = 62,914,560 + 50,331,648 = 113,246,208; wgrad 2 (M N + M K) = 2 (12,582,912 +
-  // 8,388,608) = 41,943,040. Without the option (delayed scaling) there are none.
+  // Llama 3 8B, one 2,048-token sequence (M), no TP. Under tensorwise scaling each of the layer's
+  // five GEMMs is preceded by a cast op, 5 bytes per cast BF16 element, 2 per transposed FP8 copy.
+  //  qkv_proj (column-parallel; K = 4096, N = 4096 + 2 x 1024 = 6144; its input is cast by
+  //  attn_norm): forward the weight, 5 K N = 125,829,120; dgrad 5 M N + 2 K N = 62,914,560 +
+  //  50,331,648 = 113,246,208; wgrad 2 (M N + M K) = 2 (12,582,912 + 8,388,608) = 41,943,040.
+  //  mlp_down (row-parallel; K = 14336, N = 4096): forward its input and weight, 5 (M K + K N) =
+  //  5 (29,360,128 + 58,720,256) = 440,401,920; dgrad only W^T, 2 K N = 117,440,512 (its output
+  //  gradient is cast by mlp_residual's backward).
+  //  attn_norm's forward gains the block input's cast, 5 M x 4096 = 41,943,040 bytes, and 2 kernels.
   const ModelSpec m = find_model_preset("llama3-8b");
   OpOptions o;
   o.fp8_tensorwise_casts = true;
   const std::vector<OpCost> ops = layer_ops(m, 1, 2048, ParallelShape{}, Precision::kFp8, o);
+  const std::vector<OpCost> plain = layer_ops(m, 1, 2048, ParallelShape{}, Precision::kFp8);
   int casts = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].name.size() < 9 || ops[i].name.substr(ops[i].name.size() - 9) != "_fp8_cast") continue;
@@ -482,14 +487,49 @@ TEST(ModelFp8, TensorwiseCastsPrecedeEachGemmWithTheirBytes) {
     EXPECT_EQ(ops[i].fwd_flops, 0.0);
   }
   EXPECT_EQ(casts, 5);
-  const auto qkv = std::find_if(ops.begin(), ops.end(), [](const OpCost& c) { return c.name == "qkv_proj_fp8_cast"; });
-  ASSERT_NE(qkv, ops.end());
-  EXPECT_DOUBLE_EQ(qkv->fwd_bytes, 167772160.0);
-  EXPECT_DOUBLE_EQ(qkv->bwd_input_bytes, 113246208.0);
-  EXPECT_DOUBLE_EQ(qkv->bwd_weight_bytes, 41943040.0);
-  EXPECT_EQ(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kFp8).size(), ops.size() - 5);
+  auto find = [](const std::vector<OpCost>& v, const std::string& name) {
+    return *std::find_if(v.begin(), v.end(), [&](const OpCost& c) { return c.name == name; });
+  };
+  const OpCost qkv = find(ops, "qkv_proj_fp8_cast");
+  EXPECT_DOUBLE_EQ(qkv.fwd_bytes, 125829120.0);
+  EXPECT_DOUBLE_EQ(qkv.bwd_input_bytes, 113246208.0);
+  EXPECT_DOUBLE_EQ(qkv.bwd_weight_bytes, 41943040.0);
+  const OpCost down = find(ops, "mlp_down_fp8_cast");
+  EXPECT_DOUBLE_EQ(down.fwd_bytes, 440401920.0);
+  EXPECT_DOUBLE_EQ(down.bwd_input_bytes, 117440512.0);
+  EXPECT_DOUBLE_EQ(find(ops, "attn_norm").fwd_bytes - find(plain, "attn_norm").fwd_bytes, 41943040.0);
+  EXPECT_EQ(find(ops, "attn_norm").fwd_kernels - find(plain, "attn_norm").fwd_kernels, 2);
+  EXPECT_DOUBLE_EQ(find(ops, "mlp_residual").bwd_input_bytes - find(plain, "mlp_residual").bwd_input_bytes, 41943040.0);
+  EXPECT_EQ(plain.size(), ops.size() - 5);
   // BF16 never casts, option or not.
-  EXPECT_EQ(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o).size(), ops.size() - 5);
+  EXPECT_EQ(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o).size(), plain.size());
+  // The backward runs each cast op before its GEMM: backward_order keeps the pair.
+  const std::vector<OpCost> back = backward_order(ops);
+  for (size_t i = 0; i < back.size(); ++i)
+    if (back[i].cls == OpClass::kGemm) {
+      ASSERT_GT(i, 0u);
+      EXPECT_EQ(back[i - 1].name, back[i].name + "_fp8_cast");
+    }
+  EXPECT_EQ(back.front().name, "mlp_residual");
+  EXPECT_EQ(back.back().name, "attn_norm");
+}
+
+TEST(ModelFp8, UnderSequenceParallelismABlockInputIsCastOnItsShard) {
+  // TP 8 with sequence parallelism (torchao's PrepareFloat8ModuleInput): attn_norm casts the
+  // block input on its 2048 / 8 = 256 tokens before the all-gather, 5 x 256 x 4096 = 5,242,880
+  // bytes; the GEMMs' cast ops no longer see it.
+  const ModelSpec m = find_model_preset("llama3-8b");
+  OpOptions o;
+  o.fp8_tensorwise_casts = true;
+  ParallelShape sp;
+  sp.tp = 8;
+  sp.sequence_parallel = true;
+  const std::vector<OpCost> ops = layer_ops(m, 1, 2048, sp, Precision::kFp8, o);
+  const std::vector<OpCost> plain = layer_ops(m, 1, 2048, sp, Precision::kFp8);
+  auto norm_bytes = [](const std::vector<OpCost>& v) {
+    return std::find_if(v.begin(), v.end(), [](const OpCost& c) { return c.name == "attn_norm"; })->fwd_bytes;
+  };
+  EXPECT_DOUBLE_EQ(norm_bytes(ops) - norm_bytes(plain), 5242880.0);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ namespace wl {
 namespace {
 
 // Bump when the step simulator's timings change, so that cached step times are not reused.
-constexpr const char* kStepModelVersion = "clustersim-step-2026-11-27";
+constexpr const char* kStepModelVersion = "clustersim-step-2026-11-27b";
 
 // Step costs by state, simulated on their own simulations (one at a time: the topology's route
 // caches are not shared across threads) and memoised; with a cache file, read at start and

@@ -1,6 +1,7 @@
 // workloads/model/transformer.cc: see transformer.h for the conventions.
 #include "workloads/model/transformer.h"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -184,26 +185,44 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
   return op;
 }
 
-// The casts around an FP8 GEMM C[M,N] = A[M,K] * W[K,N] under tensorwise dynamic scaling
-// (torchao float8/float8_linear.py and float8_ops: a scale per tensor from its amax, computed
-// before the cast). BF16 sources (2 bytes), FP8 results (1 byte), per element:
-//   forward:  A and W: amax (read 2) then cast (read 2, write 1) = 5 (M K + K N);
-//   dgrad:    dC: amax and cast, 5 M N; W^T for the FP8 GEMM's layout, a transposed copy of the
-//             forward's FP8 W (read 1, write 1), 2 K N;
-//   wgrad:    dC^T and A^T, transposed copies of the FP8 dC and of the saved FP8 A: 2 (M N + M K).
-// Memory-bound kernels (no FLOPs counted): 4 forward, 3 dgrad, 2 wgrad.
-OpCost fp8_casts(const char* gemm_name, double m, double k, double n) {
+// Tensorwise dynamic scaling (torchao float8/float8_linear.py, float8_ops.py; torchtitan's FP8):
+// each FP8 operand gets a scale from its amax, a full reduction before the cast, so a cast costs
+// amax (read 2 bytes) + cast (read 2, write 1) = 5 bytes per BF16 element; torch._scaled_mm wants
+// its second operand column-major, so the transposes the backward needs are copies (read 1,
+// write 1). Where each is charged, for C[M,N] = A[M,K] * W[K,N]:
+//  - a block input (the qkv projection's, and the MLP's shared by gate and up) is cast once by
+//    the norm that produces it, on its own tokens: the sequence shard under sequence
+//    parallelism, before the all-gather (torchao float8_tensor_parallel.py,
+//    PrepareFloat8ModuleInput); the gradient into a row-parallel GEMM (attention output, MLP
+//    down) likewise by the residual op whose backward produces it, before its all-gather
+//    (fp8_input_cast_bytes below);
+//  - the rest by a memory-bound op just before the GEMM (fp8_casts): forward W (5 K N) and, for a
+//    row-parallel GEMM, its local input A (5 M K); dgrad W^T (2 K N) and, for a column-parallel
+//    GEMM, its local output gradient dC (5 M N); wgrad the transposed copies of dC and A
+//    (2 (M N + M K)). Kernels: 2 per cast, 1 per transpose.
+// Counted as torch.compile runs them (no eager chains of ATen kernels).
+constexpr double kFp8CastBytes = 5.0, kFp8TransposeBytes = 2.0;
+
+OpCost fp8_casts(const char* gemm_name, double m, double k, double n, bool row_parallel) {
   OpCost op;
   op.name = std::string(gemm_name) + "_fp8_cast";
   op.cls = OpClass::kElementwise;
-  op.fwd_bytes = 5.0 * (m * k + k * n);
-  op.bwd_input_bytes = 5.0 * m * n + 2.0 * k * n;
-  op.bwd_weight_bytes = 2.0 * (m * n + m * k);
-  op.fwd_kernels = 4;
-  op.bwd_input_kernels = 3;
+  op.fwd_bytes = kFp8CastBytes * (k * n + (row_parallel ? m * k : 0.0));
+  op.bwd_input_bytes = kFp8TransposeBytes * k * n + (row_parallel ? 0.0 : kFp8CastBytes * m * n);
+  op.bwd_weight_bytes = kFp8TransposeBytes * (m * n + m * k);
+  op.fwd_kernels = row_parallel ? 4 : 2;
+  op.bwd_input_kernels = row_parallel ? 1 : 3;
   op.bwd_weight_kernels = 2;
   finish(op);
   return op;
+}
+
+// A block input's cast charged to the norm producing it (forward), or a row-parallel GEMM's
+// output gradient's to the residual op producing it (backward): `elems` BF16 elements.
+void add_fp8_input_cast(OpCost& op, double elems, bool forward) {
+  (forward ? op.fwd_bytes : op.bwd_input_bytes) += kFp8CastBytes * elems;
+  (forward ? op.fwd_kernels : op.bwd_input_kernels) += 2;
+  finish(op);
 }
 
 // Norm over `tokens` rows of `hidden`. Operation counts per element: RMSNorm 4 (square,
@@ -438,9 +457,11 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   const double kv_cols = 2.0 * g.kv_heads * g.head_dim;
   std::vector<OpCost> ops;
   const bool eager = options.eager;
-  ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
   const bool casts = options.fp8_tensorwise_casts && precision == Precision::kFp8;
-  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols));
+  const double shard_elems = g.norm_tokens * g.hidden;  // a block input or output, as the norm sees it
+  ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
+  if (casts) add_fp8_input_cast(ops.back(), shard_elems, true);
+  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, false));
   ops.push_back(gemm("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, g.eg));
   if (spec.position == PositionKind::kRope) {
     // Rotation of Q and K: 6 operations per pair of elements = 3 per element; read + write.
@@ -483,21 +504,22 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     finish(at);
     ops.push_back(at);
   }
-  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden));
+  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true));
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
   if (!spec.parallel_block) {
     // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
     ops.push_back(elementwise("attn_residual", g.norm_tokens * g.hidden, 1.0, 3.0, 3.0, g.ee));
     ops.back().bwd_input_flops = ops.back().fwd_flops;
     finish(ops.back());
+    if (casts) add_fp8_input_cast(ops.back(), shard_elems, false);  // attn_out_proj's dC
     ops.push_back(norm("mlp_norm", spec, g.norm_tokens, g.ee, eager));
+    if (casts) add_fp8_input_cast(ops.back(), shard_elems, true);
   }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
-    // Gate and up are two Float8Linear modules (torchtitan's w1 and w3): each casts x itself.
-    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local));
+    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local, false));
     ops.push_back(gemm("mlp_gate", g.tokens, g.hidden, g.ffn_local, g.eg));
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // silu(gate) * up: sigmoid ~4, two multiplies; read gate and up, write the product;
     // backward reads dy, gate, up and writes dgate, dup.
@@ -512,12 +534,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
       finish(ops.back());
     }
   } else {
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // tanh-approximated GELU ~8 operations; read x, write y; backward reads dy and x, writes dx.
     ops.push_back(elementwise("mlp_act", ffn_elems, 8.0, 2.0, 3.0, g.ee));
   }
-  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden));
+  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden, true));
   ops.push_back(gemm("mlp_down", g.tokens, g.ffn_local, g.hidden, g.eg));
   if (spec.parallel_block) {
     // x + attention branch + MLP branch: 2 operations, read 3 + write 1.
@@ -527,6 +549,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   }
   ops.back().bwd_input_flops = ops.back().fwd_flops;
   finish(ops.back());
+  if (casts) add_fp8_input_cast(ops.back(), shard_elems, false);  // mlp_down's dC (and attn_out's in a parallel block)
   return ops;
 }
 
@@ -684,6 +707,16 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
     add(c, "qkv_input_grad_allreduce", CK::kAllReduce, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");
   }
   return c;
+}
+
+std::vector<OpCost> backward_order(std::vector<OpCost> ops) {
+  std::reverse(ops.begin(), ops.end());
+  for (size_t i = 0; i + 1 < ops.size(); ++i)
+    if (ops[i + 1].name == ops[i].name + "_fp8_cast") {
+      std::swap(ops[i], ops[i + 1]);
+      ++i;
+    }
+  return ops;
 }
 
 LayerComm embedding_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,

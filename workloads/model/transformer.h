@@ -187,6 +187,9 @@ struct OpOptions {
 std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                               const ParallelShape& shape, Precision precision,
                               const OpOptions& options = {});
+// The ops in the order their backward runs: reversed, except that an FP8 GEMM's cast op
+// ("<gemm>_fp8_cast") stays just before its GEMM (its backward casts feed the GEMM's).
+std::vector<OpCost> backward_order(std::vector<OpCost> ops);
 // First pipeline stage: "embedding" (token lookup + learned position add when present).
 std::vector<OpCost> embedding_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                                   const ParallelShape& shape, Precision precision);

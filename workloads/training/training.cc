@@ -272,10 +272,7 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
   return r;
 }
 
-std::vector<OpCost> reversed(std::vector<OpCost> v) {
-  std::reverse(v.begin(), v.end());
-  return v;
-}
+
 
 // The recipes of one layer/embedding/head for every pass part.
 struct PassRecipes {
@@ -285,7 +282,7 @@ struct PassRecipes {
 PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
                               bool tp_overlap) {
   PassRecipes p;
-  auto rev = reversed(ops);
+  auto rev = backward_order(ops);
   p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true, tp_overlap);
   p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);

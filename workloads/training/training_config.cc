@@ -93,7 +93,9 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
-  if (t.has("fp8_recipe") && j.precision != Precision::kFp8)
+  // fp8_recipe: delayed (its default) passes for any precision: resolved FP8 scenarios list it.
+  if (t.has("fp8_recipe") && j.precision != Precision::kFp8 &&
+      t.get_enum("fp8_recipe", {"delayed", "tensorwise"}, "delayed") != "delayed")
     t.child("fp8_recipe").fail("applies to precision: fp8 only (this job's is " +
                                std::string(kPrecisionNames.name(j.precision)) + ")");
   if (j.precision == Precision::kFp8)
