@@ -745,13 +745,42 @@ TEST(TrainingPrecision, Fp8RunsOnlyTheGemmsAtTheFp8Peak) {
   EXPECT_NEAR(all_fp8.sum({terms[1]}).seconds, 1e14 / (1979e12 * 0.5), 1e-12);
 }
 
+TEST(TrainingPrecision, TheOutputProjectionStaysBf16UnderFp8) {
+  // torchtitan's float8 converter leaves out "output" and Megatron-LM's output layer is not a
+  // Transformer Engine module: under FP8 the head's kernels cost what they cost in BF16 (the
+  // final norm and the loss were BF16 already). Rank 0 of a one-GPU Llama 3 8B (2 layers) step:
+  // every compute op that covers lm_head (named "fwd final_norm..", "bwd ..final_norm": the head's
+  // recipe is final norm, lm_head, loss) costs the same in both jobs, each on its own peaks.
+  TrainingJob j = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  j.model = find_model_preset("llama3-8b");
+  j.model.layers = 2;
+  const TrainingPlan bf16 = build_training(j);
+  j.precision = Precision::kFp8;
+  const TrainingPlan fp8 = build_training(j);
+  const ProfileKernelCoster c16(j.profile, 989e12, j.gpu.hbm_bandwidth_Bps, 989e12);
+  const ProfileKernelCoster c8(j.profile, 989e12, j.gpu.hbm_bandwidth_Bps, 1979e12);
+  auto head_seconds = [](const Program& p, const ProfileKernelCoster& c) {
+    double s = 0;
+    int n = 0;
+    for (const Op& op : p.ops())
+      if (op.kind == OpKind::kKernel && p.name(op.name).find("final_norm") != std::string::npos) {
+        s += c.cost(p, op).seconds;
+        ++n;
+      }
+    EXPECT_GE(n, 2);  // its forward and its backward
+    return s;
+  };
+  const double t16 = head_seconds(bf16.programs[0], c16);
+  EXPECT_NEAR(head_seconds(fp8.programs[0], c8), t16, 1e-9 * t16);
+}
+
 TEST(TrainingPrecision, TensorwiseFp8GainIsTorchtitansTable1) {
   // Out of sample: torchtitan docs/performance.md Table 1 (Llama 3.1 8B, FSDP over 8 H100 with
   // 96 GB HBM2e at 2.4 TB/s, local batch 2, sequence 8192, selective AC, torch.compile):
   // 6,667 tokens/s per GPU in BF16, 8,532 with Float8 (torchao, tensorwise dynamic scaling), a
   // gain of 8532 / 6667 = 1.280. The casts around each FP8 GEMM (memory-bound, counted from the
   // tensors' sizes, nothing fitted) take the GEMMs' 2x back to within 5% of that gain; without
-  // them (delayed scaling's free casts) the model says about 1.45.
+  // them (delayed scaling's free casts) the model says about 1.41.
   TrainingJob j;
   j.model = find_model_preset("llama3-8b");
   j.gpu = topo::find_gpu("h100-sxm");
@@ -774,7 +803,7 @@ TEST(TrainingPrecision, TensorwiseFp8GainIsTorchtitansTable1) {
   const double tensorwise = run_step(j, node).tokens_per_s;
   EXPECT_NEAR(tensorwise / bf16, 8532.0 / 6667.0, 0.05 * 8532.0 / 6667.0);
   j.fp8_tensorwise = false;
-  EXPECT_GT(run_step(j, node).tokens_per_s / bf16, 1.4);
+  EXPECT_GT(run_step(j, node).tokens_per_s / bf16, 1.35);  // outside the 5%: the casts are what closes it
 }
 
 // FLOPs by kernel class in rank 0's program (GEMM + attention: Korthikanti's count excludes the

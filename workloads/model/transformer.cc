@@ -581,7 +581,10 @@ std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t
   const Geometry g = geometry(spec, micro_batch, seq_len, shape, precision);
   std::vector<OpCost> ops;
   ops.push_back(norm("final_norm", spec, g.norm_tokens, g.ee, options.eager));
-  ops.push_back(gemm("lm_head", g.tokens, g.hidden, g.vocab_local, g.eg));
+  // The output projection stays in BF16 under FP8: torchtitan's float8 converter leaves out
+  // "output" (its filter_fqns), and Megatron-LM's output layer is not a Transformer Engine module.
+  ops.push_back(gemm("lm_head", g.tokens, g.hidden, g.vocab_local, precision == Precision::kFp8 ? g.ee : g.eg));
+  ops.back().bf16_under_fp8 = precision == Precision::kFp8;
   // Vocab-parallel cross-entropy over the local logits: max, subtract, exp, sum ~4 operations per
   // logit, reading the logits once; backward softmax - onehot, scaled (~2), read + write.
   OpCost ce;

@@ -161,6 +161,8 @@ struct OpCost {
   // GPU kernels each pass part launches: a GEMM's backward is two (dgrad, wgrad), a norm's weight
   // gradient a reduction of its own; an unfused (eager) op several (OpOptions::eager).
   int32_t fwd_kernels = 1, bwd_input_kernels = 1, bwd_weight_kernels = 0;
+  // A GEMM that runs in BF16 in an FP8 job (the output projection): the BF16 rate, 2-byte operands.
+  bool bf16_under_fp8 = false;
 };
 
 struct OpOptions {

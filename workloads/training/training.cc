@@ -175,6 +175,10 @@ class Coster {
     t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
             : o.cls == OpClass::kAttention ? KernelClass::kAttention
                                            : KernelClass::kVector;
+    // A BF16 GEMM in an FP8 job: the GEMM class runs at the FP8 peak, so its FLOPs count
+    // fp8 peak / bf16 peak times for time (never for MFU: `model` is unchanged).
+    if (o.cls == OpClass::kGemm && o.bf16_under_fp8 && job_.non_gemm_peak_flops() > 0)
+      f *= job_.peak_flops() / job_.non_gemm_peak_flops();
     if (o.cls == OpClass::kGemm)
       gemm_term(o, part, f, t);
     else
