@@ -530,6 +530,19 @@ TEST(ModelFp8, UnderSequenceParallelismABlockInputIsCastOnItsShard) {
     return std::find_if(v.begin(), v.end(), [](const OpCost& c) { return c.name == "attn_norm"; })->fwd_bytes;
   };
   EXPECT_DOUBLE_EQ(norm_bytes(ops) - norm_bytes(plain), 5242880.0);
+  // The all-gathers after those casts move FP8: 2048 x 4096 x 1 byte, half of BF16's; the
+  // reduce-scatters and the weight gradients' regathers stay BF16.
+  const LayerComm fp8 = layer_comm(m, 1, 2048, sp, Precision::kFp8, o);
+  const LayerComm bf16 = layer_comm(m, 1, 2048, sp, Precision::kFp8);
+  ASSERT_EQ(fp8.ops.size(), bf16.ops.size());
+  int halved = 0;
+  for (size_t i = 0; i < fp8.ops.size(); ++i) {
+    const bool gathers_a_cast = fp8.ops[i].name == "qkv_input_allgather" || fp8.ops[i].name == "mlp_input_allgather" ||
+                                fp8.ops[i].name == "attn_out_grad_allgather" || fp8.ops[i].name == "mlp_down_grad_allgather";
+    EXPECT_DOUBLE_EQ(fp8.ops[i].bytes, gathers_a_cast ? 2048.0 * 4096.0 : bf16.ops[i].bytes) << fp8.ops[i].name;
+    halved += gathers_a_cast;
+  }
+  EXPECT_EQ(halved, 4);
 }
 
 }  // namespace

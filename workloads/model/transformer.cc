@@ -645,10 +645,16 @@ void add(LayerComm& c, const char* name, CollectiveKind kind, CommGroup group, P
 }  // namespace
 
 LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                     const ParallelShape& shape, Precision precision) {
+                     const ParallelShape& shape, Precision precision, const OpOptions& options) {
   validate_run(spec, micro_batch, seq_len, shape);
   const Geometry g = geometry(spec, micro_batch, seq_len, shape, precision);
   const double act = g.tokens * g.hidden * g.ee;  // one b*(s/cp)*h activation
+  // Under tensorwise FP8 a block input, and a row-parallel GEMM's output gradient, are cast on
+  // their sequence shard before the all-gather (layer_ops), which then moves 1-byte elements
+  // (torchao float8_tensor_parallel.py). The regathers for the weight gradients and every
+  // reduction stay BF16.
+  const double gathered =
+      options.fp8_tensorwise_casts && precision == Precision::kFp8 ? g.tokens * g.hidden : act;
   const double kv = static_cast<double>(micro_batch) * g.full_seq * 2.0 * g.kv_heads * g.head_dim * g.ee;
   const bool tp = shape.tp > 1, sp = tp && shape.sequence_parallel, cp = shape.cp > 1;
   const char* qkv_last = spec.position == PositionKind::kRope ? "rope" : "qkv_proj";
@@ -661,13 +667,13 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
     // One gathered input for both branches, their outputs summed before one reduction (forward);
     // backward: the output gradient gathered once, the shared input regathered once for the weight
     // gradients, and the two branches' input gradients summed before one reduction.
-    if (sp) add(c, "block_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, act, "attn_norm");
+    if (sp) add(c, "block_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, gathered, "attn_norm");
     if (cp) add(c, "kv_allgather", CK::kAllGather, CommGroup::kCp, Pass::kForward, kv, qkv_last);
     if (tp)
       add(c, sp ? "block_out_reducescatter" : "block_out_allreduce", sp ? CK::kReduceScatter : CK::kAllReduce,
           CommGroup::kTp, Pass::kForward, act, "mlp_down");
     if (sp) {
-      add(c, "block_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "block_residual");
+      add(c, "block_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "block_residual");
       add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
     }
     if (cp) {
@@ -680,22 +686,22 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
     return c;
   }
   // Forward.
-  if (sp) add(c, "qkv_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, act, "attn_norm");
+  if (sp) add(c, "qkv_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, gathered, "attn_norm");
   if (cp) add(c, "kv_allgather", CK::kAllGather, CommGroup::kCp, Pass::kForward, kv, qkv_last);
   if (tp)
     add(c, sp ? "attn_out_reducescatter" : "attn_out_allreduce",
         sp ? CK::kReduceScatter : CK::kAllReduce, CommGroup::kTp, Pass::kForward, act, "attn_out_proj");
-  if (sp) add(c, "mlp_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, act, "mlp_norm");
+  if (sp) add(c, "mlp_input_allgather", CK::kAllGather, CommGroup::kTp, Pass::kForward, gathered, "mlp_norm");
   if (tp)
     add(c, sp ? "mlp_down_reducescatter" : "mlp_down_allreduce",
         sp ? CK::kReduceScatter : CK::kAllReduce, CommGroup::kTp, Pass::kForward, act, "mlp_down");
   // Backward (reverse op order).
   if (sp) {
-    add(c, "mlp_down_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_residual");
+    add(c, "mlp_down_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "mlp_residual");
     add(c, "mlp_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
     add(c, "mlp_input_grad_reducescatter", CK::kReduceScatter, CommGroup::kTp, Pass::kBackward, act,
         mlp_in_last_bwd);
-    add(c, "attn_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "attn_residual");
+    add(c, "attn_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "attn_residual");
   } else if (tp) {
     add(c, "mlp_input_grad_allreduce", CK::kAllReduce, CommGroup::kTp, Pass::kBackward, act, mlp_in_last_bwd);
   }

@@ -237,7 +237,7 @@ struct LayerComm {
 // all-gather of K and V before attention; in backward K/V are gathered again (not kept, so
 // activation memory stays per-rank) and dK/dV reduce-scattered; buffer b*s*2*kv_local*head_dim.
 LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                     const ParallelShape& shape, Precision precision);
+                     const ParallelShape& shape, Precision precision, const OpOptions& options = {});
 // Embedding (vocab-parallel): forward all-reduce (reduce-scatter with SP) of b*(s/cp)*h.
 LayerComm embedding_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                          const ParallelShape& shape, Precision precision);

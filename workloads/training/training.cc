@@ -596,7 +596,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   int64_t b = job.micro_batch, s = job.seq_len;
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
-  auto lcomm = layer_comm(job.model, b, s, shape, job.precision);
+  auto lcomm = layer_comm(job.model, b, s, shape, job.precision, oo);
   PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
                                         embedding_comm(job.model, b, s, shape, job.precision), coster, false);
