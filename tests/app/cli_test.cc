@@ -242,14 +242,17 @@ TEST_F(CliErrors, FsdpKeysForAnotherStrategy) {
   EXPECT_TRUE(contains(r.err, "bad.yaml:7:65: ")) << r.err;
   EXPECT_TRUE(contains(r.err, "workload.parallelism.fsdp_reduce_dtype: applies to data_parallel: fsdp only (this job's is zero1)"))
       << r.err;
-  // fsdp_prefetch at its default passes (resolved scenarios of earlier releases list it for every
-  // strategy); any other value is refused the same way.
+  // At their defaults the keys pass (resolved scenarios of earlier releases list fsdp_prefetch for
+  // every strategy; sweeps cross strategies); any other value is refused the same way.
   auto replace_all = [](std::string t, const std::string& from, const std::string& to) {
     for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size())) t.replace(at, from.size(), to);
     return t;
   };
   write_text(file("old.yaml"), replace_all(read_text(file("bad.yaml")), "fsdp_reduce_dtype: bf16", "fsdp_prefetch: 1"));
   EXPECT_EQ(run({"run", "--quiet", "old.yaml"}).status, 0);
+  write_text(file("old2.yaml"), replace_all(read_text(file("bad.yaml")), "fsdp_reduce_dtype: bf16",
+                                            "fsdp_reduce_dtype: fp32, fsdp_reshard_after_forward: default"));
+  EXPECT_EQ(run({"run", "--quiet", "old2.yaml"}).status, 0);
   write_text(file("bad2.yaml"), replace_all(read_text(file("bad.yaml")), "fsdp_reduce_dtype: bf16", "fsdp_prefetch: 2"));
   r = run({"run", "--quiet", "bad2.yaml"});
   expect_one_error_line(r);

@@ -141,13 +141,21 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
   {
     // Keys of FSDP only: refused, naming the strategy, for any other, and read (which records
-    // their defaults in the resolved scenario) only for FSDP. fsdp_prefetch at its default of 1 is
-    // let through: resolved scenarios of earlier releases list it for every strategy.
-    for (const char* key : {"fsdp_prefetch", "fsdp_reshard_after_forward", "fsdp_reduce_dtype"})
-      if (p.has(key) && j.data_parallel != DataParallel::kFsdp &&
-          !(std::string(key) == "fsdp_prefetch" && p.get_int_in(key, 0, 1024, 1) == 1))
+    // their defaults in the resolved scenario) only for FSDP. At their defaults they are let
+    // through (resolved scenarios of earlier releases list fsdp_prefetch for every strategy, and
+    // a sweep across strategies may set them).
+    if (j.data_parallel != DataParallel::kFsdp) {
+      auto refuse = [&](const char* key) {
         p.child(key).fail(std::string("applies to data_parallel: fsdp only (this job's is ") +
                           std::string(kDataParallelNames.name(j.data_parallel)) + ")");
+      };
+      if (p.has("fsdp_prefetch") && p.get_int_in("fsdp_prefetch", 0, 1024, 1) != 1) refuse("fsdp_prefetch");
+      if (p.has("fsdp_reshard_after_forward") &&
+          p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never", "true", "false"}, "default") != "default")
+        refuse("fsdp_reshard_after_forward");
+      if (p.has("fsdp_reduce_dtype") && p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32") != "fp32")
+        refuse("fsdp_reduce_dtype");
+    }
   }
   if (j.data_parallel == DataParallel::kFsdp) {
     j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
