@@ -276,8 +276,6 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
   return r;
 }
 
-
-
 // The recipes of one layer/embedding/head for every pass part.
 struct PassRecipes {
   Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
