@@ -168,12 +168,18 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   EXPECT_EQ(dp_ring_bytes(build_training(j), 1), 0.0);
 }
 
-// Llama 3 8B on PP 2 x DP 2 with FSDP, one sequence per micro-batch, 1F1B.
-TrainingJob fsdp_pp_job(int64_t micro_batches) {
+// A job of a model preset on H100s with their default profile; the rest as TrainingJob's defaults.
+TrainingJob h100_job(const std::string& preset) {
   TrainingJob j;
-  j.model = find_model_preset("llama3-8b");
+  j.model = find_model_preset(preset);
   j.gpu = topo::find_gpu("h100-sxm");
   j.profile = topo::default_profile(j.gpu);
+  return j;
+}
+
+// Llama 3 8B on PP 2 x DP 2 with FSDP, one sequence per micro-batch, 1F1B.
+TrainingJob fsdp_pp_job(int64_t micro_batches) {
+  TrainingJob j = h100_job("llama3-8b");
   j.seq_len = 2048;
   j.micro_batch = 1;
   j.pp = 2;
@@ -330,10 +336,7 @@ TEST(TrainingDataParallel, WithContextParallelGradientsReduceOverDpTimesCp) {
   // The step program: every data-parallel collective runs on the DP x CP communicator, and a ZeRO-2
   // job with DP 2 x CP 2 moves (n-1)/n of the gradients and of the parameters with n = 4, as DP 4
   // would; with CP 2 and DP 1 (no DP at all) the gradients are still reduced over the 2 CP ranks.
-  TrainingJob j;
-  j.model = find_model_preset("llama3-8b");
-  j.gpu = topo::find_gpu("h100-sxm");
-  j.profile = topo::default_profile(j.gpu);
+  TrainingJob j = h100_job("llama3-8b");
   j.seq_len = 4096;
   j.global_batch = 2;
   j.micro_batch = 1;
@@ -781,9 +784,7 @@ TEST(TrainingPrecision, TensorwiseFp8GainIsTorchtitansTable1) {
   // gain of 8532 / 6667 = 1.280. The casts around each FP8 GEMM (memory-bound, counted from the
   // tensors' sizes, nothing fitted) take the GEMMs' 2x back to within 5% of that gain; without
   // them (delayed scaling's free casts) the model says about 1.41.
-  TrainingJob j;
-  j.model = find_model_preset("llama3-8b");
-  j.gpu = topo::find_gpu("h100-sxm");
+  TrainingJob j = h100_job("llama3-8b");
   j.gpu.hbm_bandwidth_Bps = 2.4e12;
   j.gpu.hbm_capacity_bytes = 96e9;
   j.profile = topo::default_profile(j.gpu);
