@@ -156,12 +156,12 @@ TEST(TrainingDataParallel, CommunicationVolumeMatchesTextbookRatios) {
   j.data_parallel = DataParallel::kZero2;
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 2.0, 0.02);
   j.data_parallel = DataParallel::kFsdp;
-  j.fsdp_reduce_bytes = 2;  // bf16 reduce-scatter, as the textbook counts it
+  j.fsdp_reduce = Precision::kBf16;  // a 2-byte reduce-scatter, as the textbook counts it
   j.fsdp_reshard = TrainingJob::Reshard::kAlways;  // everything gathered again for the backward,
                                                    // the head included (torchtitan keeps it)
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 3.0, 0.03);
   // FSDP2's fp32 reduce_dtype (torchtitan's default) doubles the reduce-scatter: 2 + 2 = 4 units.
-  j.fsdp_reduce_bytes = 4;
+  j.fsdp_reduce = Precision::kFp32;
   EXPECT_NEAR(dp_ring_bytes(build_training(j), n) / unit, 4.0, 0.04);
   j.dp = 1;
   j.global_batch = 1;
@@ -294,7 +294,7 @@ TEST(TrainingMemory, FsdpUnderPipelineHoldsTheStagesGatheredParamsAndFp32Gradien
   EXPECT_EQ(m.in_flight_chunks, 2);
   const double act2 = m.bytes.activations;
   // bf16 accumulators: 2P.
-  j.fsdp_reduce_bytes = 2;
+  j.fsdp_reduce = Precision::kBf16;
   EXPECT_NEAR(build_training(j).memory[0].bytes.grads, 2 * P, 4.0);
   // m = 2: F0 F1 B0 B1. Before B0, 2 chunk-forwards and no gradients; after B0, 1 and 4P of
   // gradients (16 GB, more than one chunk's activations: 16 layers of a 2,048-token sequence,

@@ -232,7 +232,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           static_cast<long long>(j.micro_batch));
   if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
     appendf(o, "  fsdp: layers %s after forward, gradients reduce-scattered in %s %s\n",
-            j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered", j.fsdp_reduce_dtype(),
+            j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered",
+            std::string(kPrecisionNames.name(j.fsdp_reduce)).c_str(),
             j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
                                       : "after every backward");
   appendf(o, "\n");
@@ -318,7 +319,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
   if (j.data_parallel == DataParallel::kFsdp) {
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
-    c["fsdp_reduce_dtype"] = j.fsdp_reduce_dtype();
+    c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));
     c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));

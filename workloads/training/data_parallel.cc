@@ -130,16 +130,15 @@ class Fsdp : public DataParallelPolicy {
   }
   void after_whole_grad(Whole which, double params, int32_t mb, bool grads_final) override {
     if (params <= 0) return;
-    reduce(mb, -1, params, grads_final, std::string("reduce-scatter grads ") + whole_name(which),
-           std::string("all-reduce grad shard ") + whole_name(which));
+    reduce(mb, -1, params, grads_final, whole_name(which));
   }
   void grad_ready(int32_t mb, int64_t layer, double params, bool grads_final, double&) override {
-    reduce(mb, static_cast<int32_t>(layer), params, grads_final, "reduce-scatter grads", "all-reduce grad shard");
+    reduce(mb, static_cast<int32_t>(layer), params, grads_final, nullptr);
   }
   // The end of a chunk's last backward under pipeline parallelism: its held reductions go out.
   void flush(int32_t, bool grads_final, double&, int32_t) override {
     if (!grads_final) return;
-    for (const Held& h : held_) send(h.mb, h.layer, h.params, true, h.rs_name, h.ar_name);
+    for (const Held& h : held_) send(h.mb, h.layer, h.params, true, h.what);
     held_.clear();
   }
   double optimizer_share(double params) const override { return params / static_cast<double>(job_.grad_group()); }
@@ -149,28 +148,29 @@ class Fsdp : public DataParallelPolicy {
     int32_t mb;
     int32_t layer;
     double params;
-    std::string rs_name, ar_name;
+    const char* what;  // the embedding's or head's name; nullptr: a layer
   };
-  double reduce_bytes(double params) const { return params * job_.fsdp_reduce_bytes; }
+  double reduce_bytes(double params) const { return params * job_.fsdp_reduce_bytes(); }
   // A gradient is complete for this micro-batch: reduce-scattered now, or, with the sync
   // deferred, accumulated (nothing to send) until the chunk's last backward ends.
-  void reduce(int32_t mb, int32_t layer, double params, bool grads_final, std::string rs_name, std::string ar_name) {
+  void reduce(int32_t mb, int32_t layer, double params, bool grads_final, const char* what) {
     if (!e_.has(Dim::kDp) && !e_.has(Dim::kDpOuter)) return;
     if (job_.fsdp_defers_grad_sync()) {
-      if (grads_final) held_.push_back({mb, layer, params, std::move(rs_name), std::move(ar_name)});
+      if (grads_final) held_.push_back({mb, layer, params, what});
       return;
     }
-    send(mb, layer, params, grads_final, rs_name, ar_name);
+    send(mb, layer, params, grads_final, what);
   }
-  void send(int32_t mb, int32_t layer, double params, bool grads_final, const std::string& rs_name,
-            const std::string& ar_name) {
+  void send(int32_t mb, int32_t layer, double params, bool grads_final, const char* what) {
+    const std::string suffix = what ? std::string(" ") + what : std::string();
     std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
     uint32_t rs = e_.has(Dim::kDp) ? e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, reduce_bytes(params),
-                                                       rs_name, mb, layer, deps)
+                                                       "reduce-scatter grads" + suffix, mb, layer, deps)
                                    : static_cast<uint32_t>(e_.last_compute());
     if (grads_final && e_.has(Dim::kDpOuter))
       e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce,
-                        reduce_bytes(params) / static_cast<double>(job_.grad_group()), ar_name, mb, layer, {rs});
+                        reduce_bytes(params) / static_cast<double>(job_.grad_group()), "all-reduce grad shard" + suffix,
+                        mb, layer, {rs});
   }
 
   std::vector<bool> gathered_;    // per chunk: its layers are unsharded now

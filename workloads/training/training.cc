@@ -29,8 +29,7 @@ double TrainingJob::non_gemm_peak_flops() const {
 
 void TrainingJob::validate() const {
   auto err = [](const std::string& m) { throw sim::ConfigError(m); };
-  if (fsdp_reduce_bytes != 2 && fsdp_reduce_bytes != 4)
-    err("fsdp_reduce_bytes must be 2 (bf16/fp16) or 4 (fp32), got " + std::to_string(fsdp_reduce_bytes));
+  if (fsdp_reduce == Precision::kFp8) err("fsdp_reduce: FSDP reduces gradients in fp32, bf16 or fp16, not fp8");
   if (global_batch % (dp * dp_outer * micro_batch) != 0)
     err("global_batch " + std::to_string(global_batch) + " is not a multiple of dp x dp_outer x micro_batch = " +
         std::to_string(dp) + " x " + std::to_string(dp_outer) + " x " + std::to_string(micro_batch));
@@ -649,7 +648,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     if (job.fsdp_defers_grad_sync()) {
       std::vector<double> chunk_grad(static_cast<size_t>(job.virtual_stages), 0);
       for (int64_t c = 0; c < job.virtual_stages; ++c)
-        chunk_grad[static_cast<size_t>(c)] = split.chunk(c * job.pp + st) * job.fsdp_reduce_bytes;
+        chunk_grad[static_cast<size_t>(c)] = split.chunk(c * job.pp + st) * job.fsdp_reduce_bytes();
       const bool split_w = job.schedule == PipelineSchedule::kZeroBubbleH1;
       int32_t live = 0;
       double acc = 0, best = -1;

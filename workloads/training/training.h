@@ -75,10 +75,12 @@ struct TrainingJob {
   bool fsdp_reshard_after_forward() const {
     return fsdp_reshard == Reshard::kDefault ? pp == 1 : fsdp_reshard == Reshard::kAlways;
   }
-  // FSDP: bytes per gradient element reduced and accumulated: FSDP2's MixedPrecisionPolicy
+  // FSDP: the dtype gradients are reduced and accumulated in: FSDP2's MixedPrecisionPolicy
   // reduce_dtype, float32 in torchtitan (training.mixed_precision_reduce); with it, gradients
   // accumulated over micro-batches are kept in float32 too (FSDPParam.to_accumulated_grad_if_needed).
-  double fsdp_reduce_bytes = 4;
+  // fp32, bf16 or fp16.
+  Precision fsdp_reduce = Precision::kFp32;
+  double fsdp_reduce_bytes() const { return static_cast<double>(elementwise_bytes(fsdp_reduce)); }
   // Under pipeline parallelism PyTorch's pipeline stage keeps FSDP from syncing (and resharding)
   // gradients until a chunk's last backward (torch/distributed/pipelining/stage.py,
   // backward_maybe_with_nosync): the chunk's unsharded gradients accumulate across micro-batches.
@@ -86,7 +88,6 @@ struct TrainingJob {
   bool fsdp_defers_grad_sync() const {
     return data_parallel == DataParallel::kFsdp && pp > 1 && (grad_group() > 1 || dp_outer > 1);
   }
-  const char* fsdp_reduce_dtype() const { return fsdp_reduce_bytes == 4 ? "fp32" : "bf16"; }
   double ddp_bucket_bytes = 25 << 20;  // PyTorch DDP default bucket_cap_mb = 25
   // DDP / ZeRO-1/2: reduce each gradient bucket as soon as the last micro-batch's backward fills
   // it, overlapped with the rest of the backward (PyTorch DDP; Megatron-LM --overlap-grad-reduce),

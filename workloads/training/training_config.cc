@@ -93,13 +93,14 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
-  // fp8_recipe: delayed (its default) passes for any precision: resolved FP8 scenarios list it.
-  if (t.has("fp8_recipe") && j.precision != Precision::kFp8 &&
-      t.get_enum("fp8_recipe", {"delayed", "tensorwise"}, "delayed") != "delayed")
-    t.child("fp8_recipe").fail("applies to precision: fp8 only (this job's is " +
-                               std::string(kPrecisionNames.name(j.precision)) + ")");
-  if (j.precision == Precision::kFp8)
+  // fp8_recipe, read for FP8 or where given; delayed (its default) passes for any precision, as
+  // resolved FP8 scenarios list it.
+  if (j.precision == Precision::kFp8 || t.has("fp8_recipe")) {
     j.fp8_tensorwise = t.get_enum("fp8_recipe", {"delayed", "tensorwise"}, "delayed") == "tensorwise";
+    if (j.fp8_tensorwise && j.precision != Precision::kFp8)
+      t.child("fp8_recipe").fail("applies to precision: fp8 only (this job's is " +
+                                 std::string(kPrecisionNames.name(j.precision)) + ")");
+  }
 
   auto p = w.child("parallelism");
   j.tp = p.get_int_in("tp", 1, 1 << 20, 1);
@@ -139,35 +140,35 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.order = o;
   }
   j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
+  // Keys of FSDP only, read for FSDP (which records their defaults in the resolved scenario) or
+  // where given. For another strategy a value other than the default is refused, naming the
+  // strategy; the default passes (resolved scenarios of earlier releases list fsdp_prefetch for
+  // every strategy, and a sweep across strategies may set them).
   {
-    // Keys of FSDP only: refused, naming the strategy, for any other, and read (which records
-    // their defaults in the resolved scenario) only for FSDP. At their defaults they are let
-    // through (resolved scenarios of earlier releases list fsdp_prefetch for every strategy, and
-    // a sweep across strategies may set them).
-    if (j.data_parallel != DataParallel::kFsdp) {
-      auto refuse = [&](const char* key) {
+    const bool fsdp = j.data_parallel == DataParallel::kFsdp;
+    auto only_fsdp = [&](const char* key, bool at_default) {
+      if (!fsdp && !at_default)
         p.child(key).fail(std::string("applies to data_parallel: fsdp only (this job's is ") +
                           std::string(kDataParallelNames.name(j.data_parallel)) + ")");
-      };
-      if (p.has("fsdp_prefetch") && p.get_int_in("fsdp_prefetch", 0, 1024, 1) != 1) refuse("fsdp_prefetch");
-      if (p.has("fsdp_reshard_after_forward") &&
-          p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never", "true", "false"}, "default") != "default")
-        refuse("fsdp_reshard_after_forward");
-      if (p.has("fsdp_reduce_dtype") && p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32") != "fp32")
-        refuse("fsdp_reduce_dtype");
+    };
+    if (fsdp || p.has("fsdp_prefetch")) {
+      j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
+      only_fsdp("fsdp_prefetch", j.fsdp_prefetch == 1);
     }
-  }
-  if (j.data_parallel == DataParallel::kFsdp) {
-    j.fsdp_prefetch = p.get_int_in("fsdp_prefetch", 0, 1024, 1);
-    // torchtitan's reshard_after_forward_policy (default = always without PP, never with it), or
-    // PyTorch's boolean flag.
-    const std::string r =
-        p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never", "true", "false"}, "default");
-    j.fsdp_reshard = r == "default"                    ? TrainingJob::Reshard::kDefault
-                     : r == "always" || r == "true" ? TrainingJob::Reshard::kAlways
-                                                    : TrainingJob::Reshard::kNever;
-    const std::string rd = p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32");
-    j.fsdp_reduce_bytes = rd == "fp32" ? 4.0 : 2.0;
+    if (fsdp || p.has("fsdp_reshard_after_forward")) {
+      // torchtitan's reshard_after_forward_policy (default = always without PP, never with it),
+      // or PyTorch's boolean flag.
+      const std::string r =
+          p.get_enum("fsdp_reshard_after_forward", {"default", "always", "never", "true", "false"}, "default");
+      j.fsdp_reshard = r == "default"                    ? TrainingJob::Reshard::kDefault
+                       : r == "always" || r == "true" ? TrainingJob::Reshard::kAlways
+                                                      : TrainingJob::Reshard::kNever;
+      only_fsdp("fsdp_reshard_after_forward", r == "default");
+    }
+    if (fsdp || p.has("fsdp_reduce_dtype")) {
+      j.fsdp_reduce = kPrecisionNames.value(p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32"));
+      only_fsdp("fsdp_reduce_dtype", j.fsdp_reduce == Precision::kFp32);
+    }
   }
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
