@@ -198,11 +198,8 @@ int32_t global_chunk(const PipelineParams& params, int32_t stage, int32_t chunk)
 int32_t peak_in_flight(const std::vector<PipelineWork>& order) {
   int32_t live = 0, peak = 0;
   for (const PipelineWork& w : order) {
-    if (w.pass == PassKind::kForward) {
-      peak = std::max(peak, ++live);
-    } else if (w.pass == PassKind::kBackward || w.pass == PassKind::kBackwardInput) {
-      --live;
-    }
+    live += in_flight_change(w.pass);
+    peak = std::max(peak, live);
   }
   return peak;
 }

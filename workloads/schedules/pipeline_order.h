@@ -82,9 +82,13 @@ std::vector<PipelineWork> pipeline_order(const PipelineParams& params, int32_t s
 // Global model-chunk index of (stage, chunk): chunk * p + stage.
 int32_t global_chunk(const PipelineParams& params, int32_t stage, int32_t chunk);
 
-// Peak over the order of (forwards done - input-gradient backwards done), i.e. the number of
-// chunk activation stashes alive at once on that rank, counting a stash freed by kBackward or
-// kBackwardInput (kBackwardWeight items are not counted).
+// A pass's change to the chunk activation stashes alive on its rank: a forward adds one, kBackward
+// or kBackwardInput frees one, kBackwardWeight neither.
+inline int32_t in_flight_change(PassKind k) {
+  return k == PassKind::kForward ? 1 : k == PassKind::kBackward || k == PassKind::kBackwardInput ? -1 : 0;
+}
+
+// Peak over the order of the stashes alive at once (the sum of in_flight_change so far).
 int32_t peak_in_flight(const std::vector<PipelineWork>& order);
 
 // Reference timing model: every rank runs its order sequentially, starting each item as soon

@@ -653,8 +653,7 @@ TrainingPlan build_training(const TrainingJob& job) {
       int32_t live = 0;
       double acc = 0, best = -1;
       for (const PipelineWork& w : sb.order()) {
-        if (w.pass == PassKind::kForward) ++live;
-        if (w.pass == PassKind::kBackward || w.pass == PassKind::kBackwardInput) --live;
+        live += in_flight_change(w.pass);
         if (w.pass == (split_w ? PassKind::kBackwardWeight : PassKind::kBackward)) {
           acc += chunk_grad[static_cast<size_t>(w.chunk)];
           chunk_grad[static_cast<size_t>(w.chunk)] = 0;
