@@ -45,9 +45,14 @@ def parse_args(argv=None):
     r.add_argument("--warmup", type=int, default=3,
                    help="unrecorded steps first (default 3; DDP settles its buckets in step 2)")
     r.add_argument("--steps", type=int, default=1, help="profiled steps (default 1)")
+    r.add_argument("--timed", type=int, default=5,
+                   help="steps timed after the profiler stopped, unrecorded (default 5)")
     r.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16",
                    help="parameter and activation dtype (default bf16)")
     r.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
+    r.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (Inductor fuses the elementwise and norm kernels; "
+                   "needs --warmup 2 or more, the first steps compile)")
     r.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                    help="cpu: a smoke test without a GPU (default cuda)")
     r.add_argument("--out", required=True, help="output directory (created)")
@@ -65,8 +70,10 @@ def check_args(a, world):
     for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "batch", "steps", "tp"):
         if getattr(a, name) < 1:
             die(f"--{name.replace('_', '-')} must be at least 1")
-    if a.warmup < 0:
-        die("--warmup must be 0 or more")
+    if a.warmup < 0 or a.timed < 0:
+        die("--warmup and --timed must be 0 or more")
+    if a.compile and a.warmup < 2:
+        die(f"--compile needs --warmup 2 or more (got {a.warmup}): the first forward and backward compile")
     if a.hidden % a.heads:
         die(f"--hidden {a.hidden} is not a multiple of --heads {a.heads}")
     if a.rope and (a.hidden // a.heads) % 2:
@@ -166,11 +173,14 @@ def main():
 
     torch.manual_seed(1234 + rank)
     model = Llama(a, tp, tp_group).to(device=device, dtype=dtype)
+    model.prepare(device)
     if dp > 1:  # DDP-style gradient all-reduce over the DP group (buffers: none to broadcast)
         model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[local_rank] if cuda else None, process_group=dp_group,
             broadcast_buffers=False)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    if a.compile:  # after DDP, as the DDP + torch.compile notes advise; the warmup steps compile
+        model = torch.compile(model)
     # One random batch, made once and reused: no host-to-device copies inside the profiled steps.
     gen = torch.Generator(device=device).manual_seed(99 + rank // tp)  # same data on a TP group
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device=device, generator=gen)
@@ -191,6 +201,21 @@ def main():
     total = a.warmup + a.steps
     step_ms, losses = [], []
 
+    def train_step():  # one step; returns its GPU time in ms (CUDA events) and the loss tensor
+        if cuda:
+            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0.record()
+        else:
+            c0 = time.perf_counter()
+        loss = model(inputs, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if cuda:
+            t1.record()
+        sync()  # ends the step on the GPU; no .item() (a copy) inside the step
+        return (t0.elapsed_time(t1) if cuda else (time.perf_counter() - c0) * 1e3), loss.detach()
+
     sync()
     barrier()  # all ranks enter the profiled loop together (the barrier itself is not recorded)
     with profile(activities=activities, record_shapes=True, with_stack=False,
@@ -201,20 +226,9 @@ def main():
             # k-th NCCL kernel and k-th nccl:* node are the same collective.
             if i == a.warmup:
                 et.start()
-            if cuda:
-                t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                t0.record()
-            else:
-                c0 = time.perf_counter()
-            loss = model(inputs, targets)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            if cuda:
-                t1.record()
-            sync()  # ends the step on the GPU; no .item() (a copy) inside the step
-            step_ms.append(t0.elapsed_time(t1) if cuda else (time.perf_counter() - c0) * 1e3)
-            losses.append(loss.detach())
+            ms, loss = train_step()
+            step_ms.append(ms)
+            losses.append(loss)
             if i == total - 1:
                 et.stop()
             prof.step()
@@ -222,12 +236,22 @@ def main():
     written.append(gzip_file(et_path) if a.gzip else et_path)
     sync()
     barrier()
+    # Steps without the profiler (its CPU-side recording slows the host): the step time to compare
+    # a simulation against.
+    free_ms = [train_step()[0] for _ in range(a.timed)]
 
     # Step times: the slowest rank per step (this all-reduce runs after the profiler stopped).
-    times = torch.tensor(step_ms, dtype=torch.float64, device=device)
-    if world > 1:
-        dist.all_reduce(times, op=dist.ReduceOp.MAX)
-    times = times.tolist()
+    def slowest(values):
+        t = torch.tensor(values, dtype=torch.float64, device=device)
+        if world > 1:
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.tolist()
+    times, free_ms = slowest(step_ms), slowest(free_ms)
+    mem = {}
+    if cuda:  # this rank's peaks over the whole run: tensors allocated, and what the allocator reserved
+        mem = {"max_memory_allocated": torch.cuda.max_memory_allocated(device),
+               "max_memory_reserved": torch.cuda.max_memory_reserved(device),
+               "device_memory_total": torch.cuda.get_device_properties(device).total_memory}
     for f in written:
         print(f"rank {rank}: wrote {f} ({os.path.getsize(f) / 1e6:.2f} MB)")
 
@@ -235,6 +259,8 @@ def main():
         flops, n_matmul, n_total, tok = model_flops(a, dp)
         steady = times[1:] if len(times) > 1 else times  # the first step pays one-time setup
         med_s = statistics.median(steady) / 1e3
+        # tokens/s and TFLOP/s from the steps without the profiler when there are any
+        rate_s = statistics.median(free_ms) / 1e3 if free_ms else med_s
         nccl = None
         if cuda and hasattr(torch.cuda, "nccl"):
             try:
@@ -258,15 +284,19 @@ def main():
             "step_ms": times,  # per step, max over ranks, CUDA events (warmup steps first)
             "profiled_steps": list(range(a.warmup, total)),
             "median_step_ms": med_s * 1e3,
-            "tokens_per_s": tok / med_s,
-            "tflops_per_gpu": flops / med_s / world / 1e12,
+            "unprofiled_step_ms": free_ms,  # after the profiler stopped (--timed), max over ranks
+            "median_unprofiled_step_ms": statistics.median(free_ms) if free_ms else None,
+            "memory_rank0": mem,
+            "tokens_per_s": tok / rate_s,
+            "tflops_per_gpu": flops / rate_s / world / 1e12,
             "loss_last": losses[-1].float().item(),
             "files": [f"rank{r}.{kind}.json" + (".gz" if a.gzip else "")
                       for kind in ("trace", "et") for r in range(world)],  # rank order
         }
         with open(os.path.join(a.out, "capture.json"), "w") as f:
             json.dump(info, f, indent=2)
-        print(f"{info['device']}: median step {med_s * 1e3:.2f} ms, {info['tokens_per_s']:.0f} tokens/s, "
+        print(f"{info['device']}: median step {med_s * 1e3:.2f} ms profiling, {rate_s * 1e3:.2f} ms not; "
+              f"{info['tokens_per_s']:.0f} tokens/s, "
               f"{info['tflops_per_gpu']:.1f} model TFLOP/s per GPU; wrote {a.out}/capture.json")
     if world > 1:
         dist.destroy_process_group()

@@ -135,9 +135,14 @@ class Llama(nn.Module):
         self.rope = None
         self.rope_args = (a.seq, a.hidden // a.heads) if a.rope else None
 
-    def forward(self, tokens, targets):
+    def prepare(self, device):
+        """Builds the rotary tables on `device` once, before the steps (so torch.compile sees no
+        attribute set inside forward)."""
         if self.rope_args is not None and self.rope is None:
-            self.rope = rope_tables(*self.rope_args, device=tokens.device)
+            self.rope = rope_tables(*self.rope_args, device=device)
+
+    def forward(self, tokens, targets):
+        self.prepare(tokens.device)
         x = self.embed(tokens)
         for blk in self.blocks:
             x = blk(x, self.rope)
