@@ -99,7 +99,8 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   } else {
     colls = traces::collective_samples(job, sizes);
   }
-  if (job.size() > sc.topology->num_gpus())
+  // Only the collectives run on the cluster: independent single-rank runs fit any size of it.
+  if (!colls.empty() && job.size() > sc.topology->num_gpus())
     throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc.topology->num_gpus()) + " GPUs for " +
                          std::to_string(job.size()) + " ranks");
 

@@ -1193,6 +1193,36 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
   EXPECT_TRUE(contains(w.err, "--output")) << w.err;
 }
 
+TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) {
+  // Seven single-GPU runs captured on an H100 SXM (tests/data/captures/README.md): four widths fit
+  // the profile, Llama 3.2 3B's layer shape and Llama 3 8B's at seq 8192 only test it. Independent
+  // runs of one rank each fit on a one-GPU cluster (only collectives need the job's rank count).
+  const fs::path d = kSourceDir / "tests" / "data" / "captures" / "h100-sxm";
+  auto trace = [&](const char* name) { return (d / name / "rank0.trace.json.gz").string(); };
+  write_text(file("one.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n"
+                               "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  CliResult r = run({"calibrate", trace("h1024-l4-b4"), trace("h2048-l4-b2"), trace("h4096-l2-b1"), trace("h8192-l2-b1"),
+                     "--test", trace("h3072-l2-b2"), trace("h4096-l2-b1-s8192"), "--cluster", file("one.yaml").string(),
+                     "-o", "h100.yaml", "--json", "cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = read_json("cal.json");
+  ASSERT_EQ(j["kernels"].size(), 3u);
+  // GEMMs: cuBLAS on the held-out shapes within 10% (median) of what was measured.
+  const json& gemm = j["kernels"][0];
+  EXPECT_TRUE(gemm["fitted"].get<bool>());
+  EXPECT_LT(gemm["held_out"]["median_abs_error"].get<double>(), 0.10);
+  // Attention: PyTorch 2.11 runs cuDNN's fused attention on Hopper; its ops are read (2 layers x
+  // forward and backward per run, 4 runs fit).
+  const json& att = j["kernels"][1];
+  EXPECT_TRUE(att["fitted"].get<bool>()) << att.dump();
+  EXPECT_GE(att["fit"]["samples"].get<int>() + att["held_out"]["samples"].get<int>(), 16);
+  // Memory-bound kernels: the fit beats the default on what it did not see.
+  const json& mem = j["kernels"][2];
+  EXPECT_LT(mem["held_out"]["median_abs_error"].get<double>(), mem["held_out_before"]["median_abs_error"].get<double>());
+  EXPECT_TRUE(j["host"]["fitted"].get<bool>());
+  EXPECT_TRUE(contains(j["collectives"]["note"].get<std::string>(), "not the ranks of one job"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other subcommands.
 

@@ -110,6 +110,34 @@ TEST(KernelSamples, DlrmRankZero) {
   EXPECT_TRUE(kernel_samples(plain, 0).empty());
 }
 
+TEST(KernelSamples, CudnnAttentionOfAnH100Capture) {
+  // tests/data/captures/h100-sxm/h4096-l2-b1: 2 layers, q [1, 32, 2048, 128], causal. PyTorch 2.11
+  // runs SDPA through aten::_cudnn_attention_forward / _backward ([B,H,S,D]); read with Python's
+  // json module: forward kernels of 82.561 and 82.913 us, backward 3 kernels each, 263.109 and
+  // 267.813 us together. FLOPs: forward 4 * (32 * 2048 * 128) * 2048 / 2 = 34,359,738,368; backward
+  // 2.5 times that (QK^T again, dV, dP, dQ, dK).
+  const fs::path f = fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "captures" / "h100-sxm" / "h4096-l2-b1" /
+                     "rank0.trace.json.gz";
+  KinetoReadOptions ro;
+  ro.ops = true;
+  std::vector<double> fwd, bwd;
+  for (const auto& s : kernel_samples(read_kineto(f.string(), ro), 0)) {
+    if (s.cls != wl::KernelClass::kAttention) continue;
+    EXPECT_EQ(s.precision, wl::MatmulPrecision::kBf16);
+    const bool backward = s.shape.find(" bwd") != std::string::npos;
+    EXPECT_EQ(s.flops, (backward ? 2.5 : 1.0) * 34359738368.0) << s.shape;
+    (backward ? bwd : fwd).push_back(s.seconds);
+  }
+  std::sort(fwd.begin(), fwd.end());
+  std::sort(bwd.begin(), bwd.end());
+  ASSERT_EQ(fwd.size(), 2u);
+  ASSERT_EQ(bwd.size(), 2u);
+  EXPECT_NEAR(fwd[0], 82.561e-6, 1e-10);
+  EXPECT_NEAR(fwd[1], 82.913e-6, 1e-10);
+  EXPECT_NEAR(bwd[0], 263.109e-6, 1e-9);
+  EXPECT_NEAR(bwd[1], 267.813e-6, 1e-9);
+}
+
 }  // namespace
 TEST(LaunchIntervals, HostLaunchesOfTheHtaA100Sample) {
   // Worked out with a short Python script over the JSON (each kernel's args.correlation to the

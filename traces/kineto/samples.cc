@@ -76,17 +76,20 @@ bool gemm_shape(const CpuOp& op, double& b, double& m, double& n, double& k) {
   return false;
 }
 
-// An attention op's FLOPs (causal), or 0.
+// An attention op's FLOPs (causal), or 0. The SDPA entry points and cuDNN's kernels (which PyTorch
+// 2.5+ picks on Hopper: aten::_cudnn_attention_forward/_backward under the SDPA op) take
+// [B,H,S,D] tensors; the flash and memory-efficient kernels [B,S,H,D].
 double attention_flops(const CpuOp& op) {
   const std::string& s = op.name;
   const bool sdpa = s.rfind("aten::_scaled_dot_product_", 0) == 0 && s.find("attention") != std::string::npos;
+  const bool cudnn = s == "aten::_cudnn_attention_forward" || s == "aten::_cudnn_attention_backward";
   const bool inner = s == "aten::_flash_attention_forward" || s == "aten::_efficient_attention_forward" ||
                      s == "aten::_flash_attention_backward" || s == "aten::_efficient_attention_backward";
-  if (!sdpa && !inner) return 0;
+  if (!sdpa && !cudnn && !inner) return 0;
   const bool backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
   const size_t q = backward ? 1 : 0;  // backward: (grad_out, query, key, value, ...)
   if (op.dims.size() <= q + 1 || op.dims[q].size() != 4 || op.dims[q + 1].size() != 4) return 0;
-  const double sk = static_cast<double>(sdpa ? op.dims[q + 1][2] : op.dims[q + 1][1]);  // [B,H,S,D] | [B,S,H,D]
+  const double sk = static_cast<double>(inner ? op.dims[q + 1][1] : op.dims[q + 1][2]);  // [B,S,H,D] | [B,H,S,D]
   const double fwd = 4.0 * numel(op.dims[q]) * sk / 2.0;
   return backward ? 2.5 * fwd : fwd;
 }
