@@ -101,8 +101,9 @@ const std::vector<GpuSpec>& gpu_table() {
       g.peak_fp8_flops = 1979 * kTera;  // [V2]
       g.peak_tf32_flops = 494 * kTera;  // [R], as H100
       g.peak_fp32_flops = 67 * kTera;   // [R], as H100
-      g.hbm_capacity_bytes = 141 * 1000ull * 1000 * 1000;  // 141 GB HBM3e [V2], decimal as printed (the
-                                                           // device total nvidia-smi reports is not checked yet)
+      // "141 GB HBM3e" [V2]; the device offers 143,771 MiB as nvidia-smi reports it for "NVIDIA H200"
+      // (driver 580.159.04; tests/data/captures/h200/nvidia-smi.txt, measured for this project).
+      g.hbm_capacity_bytes = 143771ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 4800 * kGiga;                  // 4.8 TB/s [V2]
       g.sm_count = 132;                                    // [V2]
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]

@@ -145,6 +145,14 @@ std::string protocols_problem(const std::string& list) {
 
 }  // namespace
 
+double attention_rate_factor(const HardwareProfile& p, bool backward, double keys) {
+  double f = 1;
+  if (backward && p.attention_backward_efficiency > 0) f = p.attention_backward_efficiency / p.attention_efficiency;
+  const double overhead = backward ? p.attention_backward_seq_overhead : p.attention_seq_overhead;
+  if (keys > 0 && overhead > 0) f /= 1 + overhead / keys;
+  return f;
+}
+
 bool protocol_enabled(const HardwareProfile& p, std::string_view name) {
   const auto want = parse_protocols(std::string(name));
   if (want.size() != 1 || want[0].first < 0) return false;
@@ -159,6 +167,13 @@ namespace {
 void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, bool nvlink_sharp) {
   p.gemm_efficiency = m.get_double_in("gemm_efficiency", 0.01, 1.0, p.gemm_efficiency);
   p.attention_efficiency = m.get_double_in("attention_efficiency", 0.01, 1.0, p.attention_efficiency);
+  p.attention_backward_efficiency =
+      m.get_double_in("attention_backward_efficiency", 0.0, 1.0, p.attention_backward_efficiency);
+  if (p.attention_backward_efficiency > 0 && p.attention_backward_efficiency < 0.01)
+    m.child("attention_backward_efficiency").fail("must be 0 (the forward's) or between 0.01 and 1");
+  p.attention_seq_overhead = m.get_double_in("attention_seq_overhead", 0.0, 1e6, p.attention_seq_overhead);
+  p.attention_backward_seq_overhead =
+      m.get_double_in("attention_backward_seq_overhead", 0.0, 1e6, p.attention_backward_seq_overhead);
   p.vector_efficiency = m.get_double_in("vector_efficiency", 0.0001, 1.0, p.vector_efficiency);
   p.memory_efficiency = m.get_double_in("memory_efficiency", 0.01, 1.0, p.memory_efficiency);
   p.gemm_wave_quantization = m.get_bool("gemm_wave_quantization", p.gemm_wave_quantization);

@@ -39,6 +39,16 @@ struct HardwareProfile {
   sim::Time gemm_latency = sim::Time::zero();
   sim::Time attention_latency = sim::Time::zero();
   sim::Time kernel_latency = sim::Time::zero();  // every other kernel (vector, memory-bound)
+  // Fused attention (FlashAttention, cuDNN): the backward kernel's fraction of peak (0: the
+  // forward's; FlashAttention-2 and -3 report their backward slower than their forward), and each
+  // direction's fixed work per block of queries, counted in key positions: a kernel over
+  // sequences of s keys takes its ideal time x (1 + overhead / s). A block loads its queries,
+  // finalises the softmax and writes its output whatever the keys it visits, and the causal
+  // diagonal blocks are half idle, so short sequences reach a lower fraction of peak. 0: not
+  // modelled; `clustersim calibrate` fits them.
+  double attention_backward_efficiency = 0;
+  double attention_seq_overhead = 0;
+  double attention_backward_seq_overhead = 0;
   // The GPU's idle time between two kernels of a stream when the second was already queued (the
   // device-side launch: work distribution, the first block's start): added to every costed
   // kernel, of any class, loading nothing.
@@ -95,6 +105,11 @@ HardwareProfile default_profile(const GpuSpec& gpu);
 // into the scenario so the resolved scenario shows it. Throws sim::ConfigError naming file, line,
 // column and key for an unknown key, a bad value, or a file that cannot be read.
 HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu);
+
+// The factor by which a fused attention kernel over sequences of `keys` keys runs relative to
+// attention_efficiency x peak: the backward's efficiency ratio over (1 + seq overhead / keys).
+// 1 with the defaults or an unknown length (keys <= 0).
+double attention_rate_factor(const HardwareProfile& p, bool backward, double keys);
 
 // Whether nccl_protocols lists `name` ("LL", "LL128", "Simple"; case-insensitive).
 bool protocol_enabled(const HardwareProfile& p, std::string_view name);

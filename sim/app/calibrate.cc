@@ -110,8 +110,9 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   wl::calibrate_host(std::move(intervals), std::move(gaps), cal);
 
   std::string header = "# Hardware profile fitted by `clustersim calibrate` (load it with cluster.profile.file).\n";
-  header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; traces:";
-  for (const auto& r : ranks) header.append(" ").append(std::filesystem::path(r.file).filename().string());
+  header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; fitted on:";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    header.append(i == job_ranks ? "\n# tested on: " : " ").append(ranks[i].file);
   header += "\n# Errors are |predicted / measured - 1| over samples: median, 90th percentile (count).\n";
   write_output(opt.output, wl::profile_yaml(cal, header));
 
@@ -132,14 +133,18 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                 ranks.size(), samples.size(), colls.size());
     std::printf("held out: every %u-th distinct shape%s\n\n", opt.holdout,
                 opt.test.empty() ? "" : ", and every kernel of the --test traces");
-    std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency",
+    std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency*",
                 "fitted: median p90", "held out: median p90", "held out, before");
     for (const auto& f : cal.kernels) {
-      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", class_label(f.cls), f.shapes, f.efficiency,
-                  sim::format_duration(f.latency).c_str(), stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(),
-                  stats_text(f.held_out_before).c_str());
+      const bool att = f.cls == wl::KernelClass::kAttention;
+      char overhead[32];
+      std::snprintf(overhead, sizeof overhead, "%.0f keys", f.seq_overhead);  // attention: per sequence
+      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", f.backward ? "attention bwd" : class_label(f.cls),
+                  f.shapes, f.efficiency, att ? overhead : sim::format_duration(f.latency).c_str(),
+                  stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
       if (!f.note.empty()) std::printf("      %s: %s\n", class_label(f.cls), f.note.c_str());
     }
+    std::printf("  * attention: its fixed work per block of queries in keys (attention[_backward]_seq_overhead)\n");
     const auto& k = cal.collectives;
     if (k.fitted) {
       std::printf("\n  collectives: %zu distinct sizes on %s: %s %.4f, step_overhead %s; error %s (before %s)\n",
@@ -169,11 +174,12 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& f : cal.kernels) {
       nlohmann::ordered_json e;
-      e["class"] = class_label(f.cls);
+      e["class"] = f.backward ? std::string("attention backward") : std::string(class_label(f.cls));
       e["fitted"] = f.fitted;
       e["shapes"] = f.shapes;
       e["efficiency"] = f.efficiency;
       e["latency_s"] = f.latency.seconds();
+      if (f.cls == wl::KernelClass::kAttention) e["seq_overhead_keys"] = f.seq_overhead;
       e["fit"] = stats_json(f.fit);
       e["held_out"] = stats_json(f.held_out);
       e["held_out_before"] = stats_json(f.held_out_before);

@@ -1162,11 +1162,11 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
   CliResult r = run(args);
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = read_json("cal.json");
-  ASSERT_EQ(j["kernels"].size(), 3u);
+  ASSERT_EQ(j["kernels"].size(), 4u);  // GEMM, attention forward and backward, memory-bound
   // Memory-bound kernels: the default profile charges no per-kernel latency, so its predictions of
   // these microsecond kernels are far too short; the fitted one must do better on the held-out
   // shapes and the held-out rank.
-  const json& mem = j["kernels"][2];
+  const json& mem = j["kernels"][3];
   EXPECT_TRUE(mem["fitted"].get<bool>());
   EXPECT_LT(mem["held_out"]["median_abs_error"].get<double>(), mem["held_out_before"]["median_abs_error"].get<double>());
   EXPECT_GT(mem["held_out"]["samples"].get<int>(), 150);  // rank 7's 150 and held-out shapes
@@ -1194,33 +1194,67 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
 }
 
 TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) {
-  // Seven single-GPU runs captured on an H100 SXM (tests/data/captures/README.md): four widths fit
-  // the profile, Llama 3.2 3B's layer shape and Llama 3 8B's at seq 8192 only test it. Independent
-  // runs of one rank each fit on a one-GPU cluster (only collectives need the job's rank count).
+  // Seven single-GPU runs captured on an H100 SXM (tests/data/captures/README.md): four fit the
+  // profile (widths 1024 to 4096, seq 2048 and 8192), Llama 3.2 3B's and Llama 3 70B's layer shapes
+  // only test it. Independent runs of one rank each fit on a one-GPU cluster (only collectives need
+  // the job's rank count).
   const fs::path d = kSourceDir / "tests" / "data" / "captures" / "h100-sxm";
   auto trace = [&](const char* name) { return (d / name / "rank0.trace.json.gz").string(); };
   write_text(file("one.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n"
                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
-  CliResult r = run({"calibrate", trace("h1024-l4-b4"), trace("h2048-l4-b2"), trace("h4096-l2-b1"), trace("h8192-l2-b1"),
-                     "--test", trace("h3072-l2-b2"), trace("h4096-l2-b1-s8192"), "--cluster", file("one.yaml").string(),
-                     "-o", "h100.yaml", "--json", "cal.json"});
+  CliResult r = run({"calibrate", trace("h1024-l4-b4"), trace("h2048-l4-b2"), trace("h4096-l2-b1"),
+                     trace("h4096-l2-b1-s8192"), "--test", trace("h3072-l2-b2"), trace("h8192-l2-b1"), "--cluster",
+                     file("one.yaml").string(), "-o", "h100.yaml", "--json", "cal.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = read_json("cal.json");
-  ASSERT_EQ(j["kernels"].size(), 3u);
+  ASSERT_EQ(j["kernels"].size(), 4u);
   // GEMMs: cuBLAS on the held-out shapes within 10% (median) of what was measured.
   const json& gemm = j["kernels"][0];
   EXPECT_TRUE(gemm["fitted"].get<bool>());
   EXPECT_LT(gemm["held_out"]["median_abs_error"].get<double>(), 0.10);
-  // Attention: PyTorch 2.11 runs cuDNN's fused attention on Hopper; its ops are read (2 layers x
-  // forward and backward per run, 4 runs fit).
-  const json& att = j["kernels"][1];
-  EXPECT_TRUE(att["fitted"].get<bool>()) << att.dump();
-  EXPECT_GE(att["fit"]["samples"].get<int>() + att["held_out"]["samples"].get<int>(), 16);
+  // Attention: PyTorch 2.11 runs cuDNN's fused attention on Hopper; its ops are read, each direction
+  // fitted with a sequence overhead (two sequence lengths make it identifiable). FlashAttention-2
+  // and -3 report their backward slower than their forward (Dao 2023, arXiv 2307.08691, Fig. 5-7;
+  // Shah et al. 2024, arXiv 2407.08608): so does the fit.
+  const json& fwd = j["kernels"][1];
+  const json& bwd = j["kernels"][2];
+  ASSERT_TRUE(fwd["fitted"].get<bool>()) << fwd.dump();
+  ASSERT_TRUE(bwd["fitted"].get<bool>()) << bwd.dump();
+  EXPECT_EQ(bwd["class"].get<std::string>(), "attention backward");
+  EXPECT_LT(bwd["efficiency"].get<double>(), fwd["efficiency"].get<double>());
+  EXPECT_GT(fwd["seq_overhead_keys"].get<double>(), 0);
+  EXPECT_GT(bwd["seq_overhead_keys"].get<double>(), 0);
+  // On the held-out runs' backward kernels the fit beats the single default efficiency.
+  EXPECT_LT(bwd["held_out"]["median_abs_error"].get<double>(), bwd["held_out_before"]["median_abs_error"].get<double>());
   // Memory-bound kernels: the fit beats the default on what it did not see.
-  const json& mem = j["kernels"][2];
+  const json& mem = j["kernels"][3];
   EXPECT_LT(mem["held_out"]["median_abs_error"].get<double>(), mem["held_out_before"]["median_abs_error"].get<double>());
   EXPECT_TRUE(j["host"]["fitted"].get<bool>());
   EXPECT_TRUE(contains(j["collectives"]["note"].get<std::string>(), "not the ranks of one job"));
+  // The profile file holds the four attention keys and loads.
+  const std::string prof = read_text(file("h100.yaml"));
+  EXPECT_TRUE(contains(prof, "attention_backward_seq_overhead: ")) << prof;
+}
+
+TEST_F(CliReplay, AttentionSequenceOverheadSlowsTheTrainingStepsAttentionByItsClosedForm) {
+  // Llama 3 8B on one H200, seq 8192 (workloads/scenarios/llama3-8b-1xh200.yaml). Causal forward
+  // attention per layer: 4 x 8192 x 8192 x 4096 / 2 = 5.4976e11 FLOPs, 32 layers = 1.7592e13, at
+  // 0.55 x 989 TF/s = 32.3415 ms. A forward sequence overhead of 8192 keys halves that kernel's
+  // rate (1 + 8192 / 8192): the step grows by exactly those 32.34 ms, nothing else moves (one GPU,
+  // no communication, the backward keeps its rate).
+  const std::string sc = (kSourceDir / "workloads/scenarios/llama3-8b-1xh200.yaml").string();
+  ASSERT_EQ(run({"run", sc, "-q", "--json", "a.json"}).status, 0);
+  CliResult r = run({"run", sc, "-q", "--json", "b.json", "--set", "cluster.profile.attention_seq_overhead=8192"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double grown = read_json("b.json")["step_time_s"].get<double>() - read_json("a.json")["step_time_s"].get<double>();
+  EXPECT_NEAR(grown, 4.0 * 8192 * 8192 * 4096 / 2 * 32 / (0.55 * 989e12), 1e-7);
+  // A backward efficiency of 0.275 (half the forward's 0.55) doubles the backward's 2.5x FLOPs'
+  // time instead: + 2.5 x 32.3415 ms.
+  r = run({"run", sc, "-q", "--json", "c.json", "--set", "cluster.profile.attention_backward_efficiency=0.275"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double bwd = read_json("c.json")["step_time_s"].get<double>() - read_json("a.json")["step_time_s"].get<double>();
+  EXPECT_NEAR(bwd, 2.5 * 4.0 * 8192 * 8192 * 4096 / 2 * 32 / (0.55 * 989e12), 1e-7);
+  expect_one_error_line(run({"run", sc, "-q", "--set", "cluster.profile.attention_backward_efficiency=0.001"}));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ TEST(CatalogGpu, A100H200B200MatchDatasheet) {
 
   const GpuSpec h = find_gpu("h200");
   EXPECT_DOUBLE_EQ(h.peak_bf16_flops, 989e12);
-  EXPECT_EQ(h.hbm_capacity_bytes, 141'000'000'000ull);
+  EXPECT_EQ(h.hbm_capacity_bytes, 143771ull << 20);  // nvidia-smi's 143,771 MiB (tests/data/captures/h200)
   EXPECT_DOUBLE_EQ(h.hbm_bandwidth_Bps, 4.8e12);
   EXPECT_DOUBLE_EQ(h.scale_up_bandwidth_Bps, 450e9);
 

@@ -46,7 +46,7 @@ TEST(Calibration, RecoversTheEfficiencyAndLatencyTheSamplesWereMadeWith) {
   topo::HardwareProfile base = topo::default_profile(kH100);
   base.gemm_wave_quantization = false;
   Calibration c = calibrate_kernels(samples, kH100, base, opt);
-  ASSERT_EQ(c.kernels.size(), 3u);
+  ASSERT_EQ(c.kernels.size(), 4u);  // GEMM, attention forward and backward, memory-bound
   const ClassFit& g = c.kernels[0];
   ASSERT_TRUE(g.fitted);
   EXPECT_NEAR(g.efficiency, 0.62, 1e-9);
@@ -59,13 +59,69 @@ TEST(Calibration, RecoversTheEfficiencyAndLatencyTheSamplesWereMadeWith) {
   EXPECT_EQ(g.fit.n, 5u);
   EXPECT_LT(g.held_out.median, 1e-6);
   EXPECT_GT(g.held_out_before.median, 0.01);  // the default (0.80 of peak, no latency) was off
-  const ClassFit& m = c.kernels[2];
+  const ClassFit& m = c.kernels[3];
   ASSERT_TRUE(m.fitted);
   EXPECT_NEAR(m.efficiency, 0.8, 1e-9);
   EXPECT_EQ(c.profile.kernel_latency.count_ns(), 2000);
   EXPECT_FALSE(c.kernels[1].fitted);  // no attention samples: kept, with the reason
   EXPECT_NE(c.kernels[1].note.find("no measured attention"), std::string::npos);
+  EXPECT_FALSE(c.kernels[2].fitted);
+  EXPECT_NE(c.kernels[2].note.find("no measured backward attention"), std::string::npos);
   EXPECT_EQ(c.profile.attention_efficiency, base.attention_efficiency);
+}
+
+// A fused attention kernel of batch b, h heads of 128, s keys, causal: 4 b h s^2 128 / 2 FLOPs
+// forward, 2.5 times that backward, at `eff` of the peak slowed by (1 + overhead / s).
+KernelSample attention(double b, double h, double s, bool backward, double eff, double overhead) {
+  KernelSample k;
+  k.cls = KernelClass::kAttention;
+  k.precision = MatmulPrecision::kBf16;
+  k.backward = backward;
+  k.keys = s;
+  k.flops = (backward ? 2.5 : 1.0) * 4 * b * h * s * s * 128 / 2;
+  k.seconds = k.flops / (kH100.peak_bf16_flops * eff) * (1 + overhead / s);
+  k.shape = std::to_string(b) + "x" + std::to_string(h) + "x" + std::to_string(s) + (backward ? " bwd" : " fwd");
+  return k;
+}
+
+TEST(Calibration, AttentionIsFittedPerDirectionWithItsSequenceOverhead) {
+  // Forward at 0.70 with 1,600 keys of overhead, backward at 0.52 with 1,400 (about what the H100
+  // captures give); sequences of 1k to 16k keys and 1 to 4 sequences x 32 heads. The fit must give
+  // the four numbers back exactly (two unknowns, linear: t = x / e + (x / s) overhead / e).
+  std::vector<KernelSample> samples;
+  for (double s = 1024; s <= 16384; s *= 2)
+    for (double b = 1; b <= 4; b *= 2) {
+      samples.push_back(attention(b, 32, s, false, 0.70, 1600));
+      samples.push_back(attention(b, 32, s, true, 0.52, 1400));
+    }
+  CalibrationOptions opt;
+  opt.holdout_every = 4;
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  ASSERT_EQ(c.kernels.size(), 4u);
+  const ClassFit& f = c.kernels[1];
+  const ClassFit& b = c.kernels[2];
+  ASSERT_TRUE(f.fitted);
+  ASSERT_TRUE(b.fitted);
+  EXPECT_FALSE(f.backward);
+  EXPECT_TRUE(b.backward);
+  EXPECT_NEAR(f.efficiency, 0.70, 1e-9);
+  EXPECT_NEAR(f.seq_overhead, 1600, 1e-6);
+  EXPECT_NEAR(b.efficiency, 0.52, 1e-9);
+  EXPECT_NEAR(b.seq_overhead, 1400, 1e-6);
+  EXPECT_NEAR(c.profile.attention_efficiency, 0.70, 1e-9);
+  EXPECT_NEAR(c.profile.attention_backward_efficiency, 0.52, 1e-9);
+  EXPECT_NEAR(c.profile.attention_seq_overhead, 1600, 1e-6);
+  EXPECT_NEAR(c.profile.attention_backward_seq_overhead, 1400, 1e-6);
+  EXPECT_LT(b.held_out.median, 1e-9);
+  // The profile predicts a 4k-key backward as the closed form does: 0.52 x (1 + 1400 / 4096) of
+  // the peak. And the rate factor the training model applies to the same kernel:
+  // (0.52 / 0.70) / (1 + 1400 / 4096) = 0.55351...
+  const KernelSample k = attention(2, 32, 4096, true, 0.52, 1400);
+  EXPECT_NEAR(predict_seconds(k, kH100, c.profile) / k.seconds, 1.0, 1e-12);
+  EXPECT_NEAR(topo::attention_rate_factor(c.profile, true, 4096), (0.52 / 0.70) / (1 + 1400.0 / 4096), 1e-12);
+  EXPECT_NEAR(topo::attention_rate_factor(c.profile, false, 4096), 1 / (1 + 1600.0 / 4096), 1e-12);
+  // Defaults: no overhead, the backward at the forward's efficiency.
+  EXPECT_EQ(topo::attention_rate_factor(topo::default_profile(kH100), true, 4096), 1.0);
 }
 
 TEST(Calibration, PredictionsFollowTheClosedForm) {
@@ -84,8 +140,8 @@ TEST(Calibration, AnEfficiencyAbovePeakIsClampedAndSaid) {
   CalibrationOptions opt;
   opt.holdout_every = 0;
   Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
-  EXPECT_EQ(c.kernels[2].efficiency, 1.0);
-  EXPECT_NE(c.kernels[2].note.find("clamped to 1"), std::string::npos);
+  EXPECT_EQ(c.kernels[3].efficiency, 1.0);
+  EXPECT_NE(c.kernels[3].note.find("clamped to 1"), std::string::npos);
 }
 
 TEST(Calibration, TestSourcesAreOnlyTested) {
@@ -99,9 +155,9 @@ TEST(Calibration, TestSourcesAreOnlyTested) {
   opt.holdout_every = 0;
   opt.test_sources = {1};
   Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
-  EXPECT_EQ(c.kernels[2].fit.n, 10u);  // 1e6 .. 512e6
-  EXPECT_EQ(c.kernels[2].held_out.n, 10u);  // 3e6 .. 1536e6
-  EXPECT_NEAR(c.kernels[2].efficiency, 0.7, 1e-9);
+  EXPECT_EQ(c.kernels[3].fit.n, 10u);  // 1e6 .. 512e6
+  EXPECT_EQ(c.kernels[3].held_out.n, 10u);  // 3e6 .. 1536e6
+  EXPECT_NEAR(c.kernels[3].efficiency, 0.7, 1e-9);
 }
 
 TEST(Calibration, CollectivesGiveBackTheLinkEfficiencyAndStepOverheadTheyWereMeasuredWith) {

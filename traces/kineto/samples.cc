@@ -94,6 +94,16 @@ double attention_flops(const CpuOp& op) {
   return backward ? 2.5 * fwd : fwd;
 }
 
+// The keys per sequence of an attention op that attention_flops counts (0 otherwise).
+double attention_keys(const CpuOp& op) {
+  const std::string& s = op.name;
+  const bool backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
+  const size_t q = backward ? 1 : 0;
+  const bool inner = s.find("_flash_attention_") != std::string::npos || s.find("_efficient_attention_") != std::string::npos;
+  if (op.dims.size() <= q + 1 || op.dims[q + 1].size() != 4) return 0;
+  return static_cast<double>(inner ? op.dims[q + 1][1] : op.dims[q + 1][2]);
+}
+
 // HBM bytes of an elementwise op (see samples.h), 0 when the types are unknown.
 double elementwise_bytes(const CpuOp& op) {
   if (op.dims.empty() || op.types.empty()) return 0;
@@ -175,6 +185,8 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
       if (!precision_of(type, kernels.front()->name, s.precision)) continue;
       s.cls = wl::KernelClass::kAttention;
       s.flops = f;
+      s.backward = op.name.find("_backward") != std::string::npos;
+      s.keys = attention_keys(op);
       std::string d;
       for (int64_t x : op.dims[op.name.find("_backward") != std::string::npos ? 1 : 0])
         d.append(d.empty() ? "" : "x").append(std::to_string(x));

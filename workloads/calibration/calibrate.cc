@@ -84,16 +84,18 @@ ErrorStats error_stats(std::vector<double> errors) {
   return e;
 }
 
-// Weighted least squares for t = a + x b with weights 1 / t^2; a >= 0 (refitted through the origin
-// when negative). Returns false when b cannot be positive.
-bool fit_line(const std::vector<double>& x, const std::vector<double>& t, double& a, double& b, bool& clamped) {
+// Weighted least squares for t = a u + b x with weights 1 / t^2 (u = 1: a latency; u = x / keys:
+// attention's sequence overhead times b); a >= 0 (refitted without it when negative). Returns
+// false when b cannot be positive.
+bool fit_line(const std::vector<double>& u, const std::vector<double>& x, const std::vector<double>& t, double& a,
+              double& b, bool& clamped) {
   double s0 = 0, s1 = 0, s2 = 0, r0 = 0, r1 = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double w = 1.0 / (t[i] * t[i]);
-    s0 += w;
-    s1 += w * x[i];
+    s0 += w * u[i] * u[i];
+    s1 += w * u[i] * x[i];
     s2 += w * x[i] * x[i];
-    r0 += w * t[i];
+    r0 += w * u[i] * t[i];
     r1 += w * x[i] * t[i];
   }
   const double det = s0 * s2 - s1 * s1;
@@ -112,27 +114,41 @@ bool fit_line(const std::vector<double>& x, const std::vector<double>& t, double
   return b > 0;
 }
 
+double& attention_efficiency_of(topo::HardwareProfile& p, bool backward) {
+  return backward ? p.attention_backward_efficiency : p.attention_efficiency;
+}
+double& attention_overhead_of(topo::HardwareProfile& p, bool backward) {
+  return backward ? p.attention_backward_seq_overhead : p.attention_seq_overhead;
+}
+
 }  // namespace
 
 double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const topo::HardwareProfile& p) {
   topo::HardwareProfile q = p;
   const double x = ideal_seconds(s, gpu, p.gemm_wave_quantization);
-  return latency_of(q, s.cls).seconds() + x / efficiency_of(q, s.cls);
+  const double factor = s.cls == KernelClass::kAttention ? topo::attention_rate_factor(p, s.backward, s.keys) : 1.0;
+  return latency_of(q, s.cls).seconds() + x / (efficiency_of(q, s.cls) * factor);
 }
 
 // One class fitted with `base`'s other settings; the held-out error "before" is `before`'s.
 static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
                    const topo::HardwareProfile& base, const topo::HardwareProfile& before,
-                   const CalibrationOptions& opt, KernelClass cls) {
+                   const CalibrationOptions& opt, KernelClass cls, bool backward = false) {
   topo::HardwareProfile fitted = base;
+  const bool attention = cls == KernelClass::kAttention;
   ClassFit f;
   f.cls = cls;
-  f.efficiency = efficiency_of(fitted, cls);
+  f.backward = backward;
+  f.efficiency = attention && backward && base.attention_backward_efficiency > 0 ? base.attention_backward_efficiency
+                                                                                  : efficiency_of(fitted, cls);
   f.latency = latency_of(fitted, cls);
+  if (attention) f.seq_overhead = attention_overhead_of(fitted, backward);
   // Distinct shapes by size; every holdout_every-th is held out.
   std::vector<const KernelSample*> mine;
   for (const auto& s : samples)
-    if (s.cls == cls && s.seconds > 0 && ideal_seconds(s, gpu, base.gemm_wave_quantization) > 0) mine.push_back(&s);
+    if (s.cls == cls && (!attention || (s.backward == backward && s.keys > 0)) && s.seconds > 0 &&
+        ideal_seconds(s, gpu, base.gemm_wave_quantization) > 0)
+      mine.push_back(&s);
   std::map<std::string, double> size_of;  // shape -> its ideal time
   for (const KernelSample* s : mine) size_of[s->shape] = ideal_seconds(*s, gpu, base.gemm_wave_quantization);
   std::vector<std::pair<double, std::string>> shapes;
@@ -146,11 +162,14 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     return held[s.shape] ||
            std::find(opt.test_sources.begin(), opt.test_sources.end(), s.source) != opt.test_sources.end();
   };
-  std::vector<double> x, t;
+  // Attention: the latency is kept (subtracted) and the sequence overhead fitted in its place.
+  const double kept = attention ? f.latency.seconds() : 0;
+  std::vector<double> u, x, t;
   for (const KernelSample* s : mine)
-    if (!is_held(*s)) {
+    if (!is_held(*s) && s->seconds > kept) {
       x.push_back(ideal_seconds(*s, gpu, base.gemm_wave_quantization));
-      t.push_back(s->seconds);
+      u.push_back(attention ? x.back() / s->keys : 1.0);
+      t.push_back(s->seconds - kept);
     }
   auto errors = [&](bool held_out, const topo::HardwareProfile& p) {
     std::vector<double> e;
@@ -162,24 +181,32 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
   double a = 0, b = 0;
   bool clamped = false;
   if (mine.empty()) {
-    f.note = std::string("no measured ") + class_name(cls) + " kernels with known sizes: kept";
+    f.note = std::string("no measured ") + (backward ? "backward " : "") + class_name(cls) +
+             " kernels with known sizes: kept";
   } else if (x.empty()) {
     f.note = "every sample is held out: nothing to fit";
-  } else if (!fit_line(x, t, a, b, clamped)) {
+  } else if (!fit_line(u, x, t, a, b, clamped)) {
     f.note = "the measured times do not grow with size: kept";
   } else {
     f.fitted = true;
     f.efficiency = 1.0 / b;
-    f.latency = sim::Time::ns(std::llround(a * 1e9));
-    if (clamped) f.note = "the fitted latency was negative: refitted as 0";
+    if (attention) f.seq_overhead = a / b;  // t = x / eff + (x / keys) * overhead / eff
+    else f.latency = sim::Time::ns(std::llround(a * 1e9));
+    if (clamped) f.note = attention ? "the fitted sequence overhead was negative: refitted as 0"
+                                    : "the fitted latency was negative: refitted as 0";
     if (f.efficiency > 1) {
       f.note = "fitted efficiency " + std::to_string(f.efficiency) +
                " > 1 (is the GPU in --cluster the one measured?): clamped to 1";
       f.efficiency = 1;
     }
     f.efficiency = std::max(f.efficiency, 0.01);  // the profile's lower bound
-    efficiency_of(fitted, cls) = f.efficiency;
-    latency_of(fitted, cls) = f.latency;
+    if (attention) {
+      attention_efficiency_of(fitted, backward) = f.efficiency;
+      attention_overhead_of(fitted, backward) = f.seq_overhead;
+    } else {
+      efficiency_of(fitted, cls) = f.efficiency;
+      latency_of(fitted, cls) = f.latency;
+    }
   }
   f.fit = errors(false, fitted);
   f.held_out = errors(true, fitted);
@@ -213,6 +240,23 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
         c.profile.gemm_latency = f.latency;
       }
       c.kernels.push_back(f);
+      continue;
+    }
+    if (cls == KernelClass::kAttention) {
+      // Forward first: the backward's fit and its errors see the fitted forward (its efficiency
+      // is the backward's default). The backward's efficiency is always written out.
+      ClassFit fwd = fit_class(samples, gpu, base, base, opt, cls, false);
+      if (fwd.fitted) {
+        c.profile.attention_efficiency = fwd.efficiency;
+        c.profile.attention_seq_overhead = fwd.seq_overhead;
+      }
+      ClassFit bwd = fit_class(samples, gpu, c.profile, base, opt, cls, true);
+      if (bwd.fitted) {
+        c.profile.attention_backward_efficiency = bwd.efficiency;
+        c.profile.attention_backward_seq_overhead = bwd.seq_overhead;
+      }
+      c.kernels.push_back(fwd);
+      c.kernels.push_back(bwd);
       continue;
     }
     ClassFit f = fit_class(samples, gpu, base, base, opt, cls);
@@ -397,12 +441,18 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
   };
   for (const ClassFit& f : c.kernels) {
     if (!f.fitted) {
-      line("# %s: not fitted (%s)\n", class_name(f.cls), f.note.c_str());
+      line("# %s: not fitted (%s)\n", f.backward ? "attention backward" : class_name(f.cls), f.note.c_str());
       continue;
     }
-    line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n", class_name(f.cls), f.shapes,
+    line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n",
+         f.backward ? "attention backward" : class_name(f.cls), f.shapes,
          errs(f.fit).c_str(), errs(f.held_out).c_str(), errs(f.held_out_before).c_str(), f.note.empty() ? "" : "; ",
          f.note.c_str());
+    if (f.cls == KernelClass::kAttention) {
+      line("%s: %.4f\n%s: %.1f\n", f.backward ? "attention_backward_efficiency" : "attention_efficiency",
+           f.efficiency, f.backward ? "attention_backward_seq_overhead" : "attention_seq_overhead", f.seq_overhead);
+      continue;
+    }
     const char* eff = f.cls == KernelClass::kGemm        ? "gemm_efficiency"
                       : f.cls == KernelClass::kAttention ? "attention_efficiency"
                                                          : "memory_efficiency";

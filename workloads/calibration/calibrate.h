@@ -9,7 +9,11 @@
 // (efficiency, latency) are fitted by least squares on the relative error (weights 1 / t^2), so a
 // 5 us kernel counts as much as a 5 ms one; the latency is what makes small kernels reach a lower
 // fraction of peak ("efficiency against size"). A fitted efficiency above 1 is clamped to 1 and a
-// negative latency refitted as 0, each with a note.
+// negative latency refitted as 0, each with a note. Fused attention is fitted per direction
+// (forward, backward) with the profile's sequence overhead in place of the latency,
+// t = ideal / efficiency x (1 + overhead / keys): a kernel's fixed work per block of queries grows
+// with batch x heads as its useful work does, so it is a share of the time that shrinks with the
+// sequence length, not a fixed latency.
 // Held out: the distinct shapes of a class are sorted by size and every `holdout_every`-th one
 // (and every sample of a trace listed in `test_sources`) is left out of the fit; the report gives
 // the median and 90th-percentile absolute relative error on the fitted and on the held-out
@@ -48,6 +52,8 @@ struct KernelSample {
   double rows = 0, cols = 0;  // kGemm: output shape per batch (wave quantization); 0 unknown
   double bytes = 0;           // kMemory: HBM bytes read and written
   double seconds = 0;         // measured
+  bool backward = false;      // kAttention: a backward kernel
+  double keys = 0;            // kAttention: keys per sequence (0 unknown)
   std::string shape;          // "gemm fp32 256x512x1024": groups samples for the hold-out, labels them
   uint32_t source = 0;        // which trace it came from
 };
@@ -67,9 +73,11 @@ struct ErrorStats {
 
 struct ClassFit {
   KernelClass cls = KernelClass::kGemm;
+  bool backward = false;     // kAttention: the backward kernels' fit (attention_backward_*)
   bool fitted = false;       // false: too few samples, the profile keeps its value
   double efficiency = 0;     // fitted (or kept)
-  sim::Time latency;         // fitted (or kept)
+  sim::Time latency;         // fitted (or kept); kAttention: not fitted (its seq overhead is)
+  double seq_overhead = 0;   // kAttention: fitted (or kept) attention[_backward]_seq_overhead
   size_t shapes = 0;         // distinct shapes
   ErrorStats fit, held_out, held_out_before;
   std::string note;

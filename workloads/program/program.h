@@ -54,8 +54,9 @@ std::string_view op_kind_name(OpKind k);
 enum class KernelClass : uint8_t { kGemm, kAttention, kVector, kMemory };
 
 // One part of a kernel's cost, for kernels that fuse several model ops (a training segment): FLOPs
-// of one class, in up to two parts each slowed by its own wave-quantization factor (the fraction of
-// SMs busy over a GEMM's waves; 1 elsewhere), and HBM bytes. A KernelCoster turns each term into
+// of one class, in up to two parts each slowed by its own factor (a GEMM's wave quantization, the
+// fraction of SMs busy over its waves; a fused attention kernel's direction and sequence length,
+// topo::attention_rate_factor; 1 elsewhere), and HBM bytes. A KernelCoster turns each term into
 // its roofline time and sums them.
 struct CostTerm {
   KernelClass cls = KernelClass::kVector;

@@ -88,6 +88,7 @@ class Coster {
       : job_(j), profile_(j.profile, j.non_gemm_peak_flops(), j.gpu.hbm_bandwidth_Bps, j.peak_flops()) {
     const ModelSpec& m = j.model;
     tokens_ = static_cast<double>(micro_batch * seq_len / shape.cp);
+    keys_ = static_cast<double>(seq_len);  // an attention row's keys: the whole sequence, CP or not
     double hd = static_cast<double>(m.effective_head_dim());
     double q = static_cast<double>(local_q_heads(m, shape.tp)) * hd;
     double kv = static_cast<double>(local_kv_heads(m, shape.tp)) * hd;
@@ -152,10 +153,11 @@ class Coster {
     }
     // Selective recompute re-runs the attention core's forward before its backward (Korthikanti
     // et al. 2022 §5; Megatron's --recompute-granularity selective checkpoints core attention,
-    // FlashAttention or not): its FLOPs and bytes once more.
+    // FlashAttention or not): its FLOPs and bytes once more, at the forward kernel's rate.
+    double refwd = 0;
     if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
         o.cls == OpClass::kAttention) {
-      f += o.fwd_flops;
+      refwd = o.fwd_flops;
       b += o.fwd_bytes;
     }
     int32_t kernels = 1;
@@ -178,10 +180,23 @@ class Coster {
     // fp8 peak / bf16 peak times for time (never for MFU: `model` is unchanged).
     if (o.cls == OpClass::kGemm && o.bf16_under_fp8 && job_.non_gemm_peak_flops() > 0)
       f *= job_.peak_flops() / job_.non_gemm_peak_flops();
-    if (o.cls == OpClass::kGemm)
+    if (o.cls == OpClass::kGemm) {
       gemm_term(o, part, f, t);
-    else
+    } else if (o.cls == OpClass::kAttention) {
+      // The fused attention kernel's direction and sequence length set its rate (hardware_profile.h).
+      const bool backward = part != PassPart::kFwd && part != PassPart::kRecompute;
       t.flops[0] = f;
+      t.wave[0] = topo::attention_rate_factor(job_.profile, backward, keys_);
+      const double fwd_factor = topo::attention_rate_factor(job_.profile, false, keys_);
+      if (refwd > 0 && fwd_factor == t.wave[0]) {
+        t.flops[0] += refwd;
+      } else if (refwd > 0) {
+        t.flops[1] = refwd;
+        t.wave[1] = fwd_factor;
+      }
+    } else {
+      t.flops[0] = f + refwd;
+    }
     t.bytes = b;
     return t;
   }
@@ -201,7 +216,7 @@ class Coster {
  private:
   const TrainingJob& job_;
   ProfileKernelCoster profile_;
-  double tokens_ = 0, h_ = 0, qkv_n_ = 0, attn_k_ = 0, ffn_ = 0, vocab_ = 0;
+  double tokens_ = 0, keys_ = 0, h_ = 0, qkv_n_ = 0, attn_k_ = 0, ffn_ = 0, vocab_ = 0;
 };
 
 CollectiveOp to_coll(CollectiveKind k) {
