@@ -236,6 +236,9 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
             std::string(kPrecisionNames.name(j.fsdp_reduce)).c_str(),
             j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
                                       : "after every backward");
+  if (!j.master_weights)
+    appendf(o, "  optimizer: no fp32 master weights; Adam's m and v in %s (training.master_weights: false)\n",
+            std::string(kPrecisionNames.name(j.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16)).c_str());
   appendf(o, "\n");
   if (r.fidelity == "symmetric")
     appendf(o, "  fidelity: symmetric (one data-parallel replica of %u ranks simulated; the other %lld replicas are\n"
@@ -330,6 +333,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["precision"] = std::string(kPrecisionNames.name(j.precision));
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
   c["kernels"] = j.eager_kernels ? "eager" : "fused";
+  c["master_weights"] = j.master_weights;
   if (j.precision == Precision::kFp8) c["fp8_recipe"] = j.fp8_tensorwise ? "tensorwise" : "delayed";
   out["config"] = c;
   nlohmann::ordered_json w;

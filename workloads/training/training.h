@@ -118,7 +118,16 @@ struct TrainingJob {
   // OpOptions::fp8_tensorwise_casts). `delayed` (the default): Transformer Engine's delayed
   // scaling, whose casts are fused into neighbouring kernels and are not charged.
   bool fp8_tensorwise = false;
-  double optimizer_bytes() const { return eager_kernels ? 80.0 : optimizer_bytes_per_param; }
+  // `training.master_weights: false`: pure 16-bit training, no fp32 copy of the weights: Adam's
+  // m and v in the weights' 16-bit type (adam.optimizer 4 bytes per parameter instead of 12) and
+  // its update passes over 2-byte state: PyTorch's foreach AdamW on bf16 parameters moves half of
+  // the 80 bytes above (40), a fused one reads weight, gradient, m and v and writes weight, m and
+  // v (7 x 2 = 14 bytes instead of 32).
+  bool master_weights = true;
+  double optimizer_bytes() const {
+    if (!master_weights) return eager_kernels ? 40.0 : 14.0;
+    return eager_kernels ? 80.0 : optimizer_bytes_per_param;
+  }
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};
 

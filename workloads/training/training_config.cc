@@ -93,6 +93,12 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
+  j.master_weights = t.get_bool("master_weights", true);
+  if (!j.master_weights) {
+    if (j.precision == Precision::kFp32)
+      t.child("master_weights").fail("false applies to 16-bit training (bf16, fp16, fp8): fp32 weights are their own master copy");
+    j.adam.optimizer = 2 * j.adam.param;  // m and v in the weights' 16-bit type
+  }
   // fp8_recipe, read for FP8 or where given; delayed (its default) passes for any precision, as
   // resolved FP8 scenarios list it.
   if (j.precision == Precision::kFp8 || t.has("fp8_recipe")) {
