@@ -85,6 +85,14 @@ const std::vector<GpuSpec>& gpu_table() {
       // A plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
       // 8k x 8k (Stanford CS336 2025 lecture benchmark). Other entries use it until measured.
       g.gemm_efficiency = 0.80;
+      // cuDNN's fused attention (cuDNN 9.19 under PyTorch 2.11 SDPA; Transformer Engine's default
+      // backend on Hopper is the same library) as `clustersim calibrate` fits it from the H100 SXM
+      // captures in tests/data/captures/h100-sxm (workloads/scenarios/profiles/h100-sxm-pytorch-2.11.yaml):
+      // forward 71% of peak, backward 52%, each slowed by (1 + overhead / keys).
+      g.attention_efficiency = 0.71;
+      g.attention_backward_efficiency = 0.52;
+      g.attention_seq_overhead = 1600;
+      g.attention_backward_seq_overhead = 1400;
       // Third-generation NVSwitch reduces in the switch (NVLink SHARP; NVIDIA H100 Tensor Core GPU
       // Architecture whitepaper, 2022); NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Hopper 141 GB/s.
       g.nvlink_sharp = true;
@@ -109,6 +117,12 @@ const std::vector<GpuSpec>& gpu_table() {
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
       g.power_W = 700;                         // [V2]
       g.nvlink_sharp = true;                  // as H100 (same NVSwitch generation)
+      // cuDNN's fused attention as fitted from the H200 captures (tests/data/captures/h200,
+      // workloads/scenarios/profiles/h200-pytorch-2.11.yaml): forward 70%, backward 56%.
+      g.attention_efficiency = 0.70;
+      g.attention_backward_efficiency = 0.56;
+      g.attention_seq_overhead = 1600;
+      g.attention_backward_seq_overhead = 1460;
       g.ll_max_bandwidth_Bps = 141 * kGiga;   // NCCL v2.23.4 tuning.cc llMaxBws, Hopper
       g.nvls_channels = 16;                   // NCCL v2.26.2-1 src/transport/nvls.cc, SM90
       g.source = "NVIDIA H200 SXM vendor pages (NVIDIA H200 product page)";

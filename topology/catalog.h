@@ -45,6 +45,13 @@ struct GpuSpec {
   // the default of the hardware profile (topology/hardware_profile.h); each entry says where its
   // value comes from.
   double gemm_efficiency = 0.80;
+  // Fused attention (FlashAttention-style kernels): the hardware profile's defaults for the
+  // forward's fraction of the tensor peak, the backward's (0: the forward's) and each direction's
+  // sequence overhead in keys (topology/hardware_profile.h); each entry says where they come from.
+  double attention_efficiency = 0.55;
+  double attention_backward_efficiency = 0;
+  double attention_seq_overhead = 0;
+  double attention_backward_seq_overhead = 0;
   // Communication runtime facts of the part (GPUs; NCCL): whether its NVSwitch generation reduces
   // in the switch (NVLink SHARP, NCCL's NVLS algorithm), and the bus bandwidth NCCL's LL protocol
   // reaches on one node (NCCL src/graph/tuning.cc llMaxBws, per architecture); 0 where NCCL's LL

@@ -144,7 +144,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                   stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
       if (!f.note.empty()) std::printf("      %s: %s\n", class_label(f.cls), f.note.c_str());
     }
-    std::printf("  * attention: its fixed work per block of queries in keys (attention[_backward]_seq_overhead)\n");
+    bool attention_rows = false;
+    for (const auto& f : cal.kernels) attention_rows = attention_rows || (f.cls == wl::KernelClass::kAttention && f.fitted);
+    if (attention_rows)
+      std::printf("  * attention: its fixed work per block of queries in keys (attention[_backward]_seq_overhead)\n");
     const auto& k = cal.collectives;
     if (k.fitted) {
       std::printf("\n  collectives: %zu distinct sizes on %s: %s %.4f, step_overhead %s; error %s (before %s)\n",

@@ -1132,7 +1132,8 @@ TEST_F(CliReplay, WhatIfOnAnotherGpuScalesKernelsThroughBothProfiles) {
                       (h.peak_fp32_flops * topo::default_profile(h).gemm_efficiency);
   EXPECT_NEAR(j["what_if"]["classes"][1]["ratio"].get<double>(), fp32, 1e-12);
   // Memory-bound: 900 GB/s over 3.35 TB/s at the same memory efficiency.
-  EXPECT_NEAR(j["what_if"]["classes"][3]["ratio"].get<double>(), 900e9 / 3350e9, 1e-12);
+  EXPECT_EQ(j["what_if"]["classes"][4]["class"].get<std::string>(), "memory-bound and other");
+  EXPECT_NEAR(j["what_if"]["classes"][4]["ratio"].get<double>(), 900e9 / 3350e9, 1e-12);
   for (const auto& row : j["ranks"]) EXPECT_LT(row["replayed_s"].get<double>(), row["measured_s"].get<double>());
   // --measured-on needs a target cluster.
   std::vector<std::string> bad = {"replay", kineto[0], "--measured-on", (d / "dgx1-v100.yaml").string()};
@@ -1231,29 +1232,59 @@ TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) 
   EXPECT_LT(mem["held_out"]["median_abs_error"].get<double>(), mem["held_out_before"]["median_abs_error"].get<double>());
   EXPECT_TRUE(j["host"]["fitted"].get<bool>());
   EXPECT_TRUE(contains(j["collectives"]["note"].get<std::string>(), "not the ranks of one job"));
-  // The profile file holds the four attention keys and loads.
+  // The profile file holds the attention keys and loads in a scenario.
   const std::string prof = read_text(file("h100.yaml"));
-  EXPECT_TRUE(contains(prof, "attention_backward_seq_overhead: ")) << prof;
+  for (const char* key : {"attention_latency: ", "attention_efficiency: ", "attention_seq_overhead: ",
+                          "attention_backward_efficiency: ", "attention_backward_seq_overhead: "})
+    EXPECT_TRUE(contains(prof, key)) << key << " missing from\n" << prof;
+  write_text(file("load.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, profile: {file: h100.yaml}}\n"
+                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  CliResult l = run({"run", file("load.yaml").string(), "-q", "--resolved", "r.yaml"});
+  ASSERT_EQ(l.status, 0) << l.err;
+  EXPECT_TRUE(contains(read_text(file("r.yaml")), "attention_backward_seq_overhead: ")) << read_text(file("r.yaml"));
+  // One sequence length only: the overhead cannot be fitted, and the note says so.
+  CliResult one = run({"calibrate", trace("h1024-l4-b4"), trace("h2048-l4-b2"), "--cluster", file("one.yaml").string(),
+                       "-o", "one.yaml.out", "--json", "one.json"});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_TRUE(contains(read_json("one.json")["kernels"][1]["note"].get<std::string>(), "every sample has 2048 keys"));
 }
 
 TEST_F(CliReplay, AttentionSequenceOverheadSlowsTheTrainingStepsAttentionByItsClosedForm) {
-  // Llama 3 8B on one H200, seq 8192 (workloads/scenarios/llama3-8b-1xh200.yaml). Causal forward
-  // attention per layer: 4 x 8192 x 8192 x 4096 / 2 = 5.4976e11 FLOPs, 32 layers = 1.7592e13, at
-  // 0.55 x 989 TF/s = 32.3415 ms. A forward sequence overhead of 8192 keys halves that kernel's
-  // rate (1 + 8192 / 8192): the step grows by exactly those 32.34 ms, nothing else moves (one GPU,
-  // no communication, the backward keeps its rate).
+  // Llama 3 8B on one H200, seq 8192 (workloads/scenarios/llama3-8b-1xh200.yaml), attention set to
+  // one efficiency of 0.55 with no overheads. Causal forward attention per layer:
+  // 4 x 8192 x 8192 x 4096 / 2 = 5.4976e11 FLOPs, 32 layers = 1.7592e13, at 0.55 x 989 TF/s =
+  // 32.3415 ms. A forward sequence overhead of 8192 keys halves that kernel's rate
+  // (1 + 8192 / 8192): the step grows by exactly those 32.34 ms, nothing else moves (one GPU, no
+  // communication, the backward keeps its rate).
   const std::string sc = (kSourceDir / "workloads/scenarios/llama3-8b-1xh200.yaml").string();
-  ASSERT_EQ(run({"run", sc, "-q", "--json", "a.json"}).status, 0);
-  CliResult r = run({"run", sc, "-q", "--json", "b.json", "--set", "cluster.profile.attention_seq_overhead=8192"});
+  const std::vector<std::string> base = {"run", sc, "-q", "--set", "cluster.profile.attention_efficiency=0.55",
+                                         "--set", "cluster.profile.attention_backward_efficiency=0",
+                                         "--set", "cluster.profile.attention_seq_overhead=0",
+                                         "--set", "cluster.profile.attention_backward_seq_overhead=0"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return run(a);
+  };
+  ASSERT_EQ(with({"--json", "a.json"}).status, 0);
+  CliResult r = with({"--json", "b.json", "--set", "cluster.profile.attention_seq_overhead=8192"});
   ASSERT_EQ(r.status, 0) << r.err;
   const double grown = read_json("b.json")["step_time_s"].get<double>() - read_json("a.json")["step_time_s"].get<double>();
   EXPECT_NEAR(grown, 4.0 * 8192 * 8192 * 4096 / 2 * 32 / (0.55 * 989e12), 1e-7);
   // A backward efficiency of 0.275 (half the forward's 0.55) doubles the backward's 2.5x FLOPs'
   // time instead: + 2.5 x 32.3415 ms.
-  r = run({"run", sc, "-q", "--json", "c.json", "--set", "cluster.profile.attention_backward_efficiency=0.275"});
+  r = with({"--json", "c.json", "--set", "cluster.profile.attention_backward_efficiency=0.275"});
   ASSERT_EQ(r.status, 0) << r.err;
   const double bwd = read_json("c.json")["step_time_s"].get<double>() - read_json("a.json")["step_time_s"].get<double>();
   EXPECT_NEAR(bwd, 2.5 * 4.0 * 8192 * 8192 * 4096 / 2 * 32 / (0.55 * 989e12), 1e-7);
+  // Selective recompute runs the attention forward again inside the backward pass, at the
+  // forward's rate: halving the backward's efficiency still adds 2.5 x 32.34 ms, not 3.5 x.
+  ASSERT_EQ(with({"--json", "d.json", "--set", "workload.training.recompute=selective"}).status, 0);
+  r = with({"--json", "e.json", "--set", "workload.training.recompute=selective", "--set",
+            "cluster.profile.attention_backward_efficiency=0.275"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double sel = read_json("e.json")["step_time_s"].get<double>() - read_json("d.json")["step_time_s"].get<double>();
+  EXPECT_NEAR(sel, 2.5 * 4.0 * 8192 * 8192 * 4096 / 2 * 32 / (0.55 * 989e12), 1e-7);
   expect_one_error_line(run({"run", sc, "-q", "--set", "cluster.profile.attention_backward_efficiency=0.001"}));
 }
 

@@ -64,11 +64,13 @@ TEST_F(ProfileFiles, FileThenScenarioOverridesAndEveryFieldResolved) {
   EXPECT_EQ(c.profile.step_overhead, sim::Time::ns(1500));          // the scenario wins
   EXPECT_DOUBLE_EQ(c.profile.nvls_chunk, 262144.0);
   EXPECT_EQ(c.profile.nvls_channels, 8u);
-  EXPECT_DOUBLE_EQ(c.profile.attention_efficiency, 0.55);           // the default
+  EXPECT_DOUBLE_EQ(c.profile.attention_efficiency, 0.71);           // the H100 entry's (catalog.cc)
+  EXPECT_DOUBLE_EQ(c.profile.attention_backward_efficiency, 0.52);
   EXPECT_EQ(c.spec.scale_out.fat_tree.nic_latency, sim::Time::ns(2000));  // the topology uses it
   std::string resolved = doc.resolved_yaml();
   for (const char* key : {"gemm_efficiency: 0.7", "nic_latency: 2us", "step_overhead: 1.5us", "attention_efficiency",
-                          "vector_efficiency", "memory_efficiency", "gemm_wave_quantization", "scale_up_efficiency",
+                          "attention_backward_efficiency", "attention_seq_overhead",
+                          "attention_backward_seq_overhead", "vector_efficiency", "memory_efficiency", "gemm_wave_quantization", "scale_up_efficiency",
                           "nic_efficiency", "fabric_efficiency", "torus_efficiency", "scale_up_latency",
                           "fabric_latency", "torus_latency", "dcn_latency", "comm_sms", "comm_hbm_fraction"})
     EXPECT_NE(resolved.find(key), std::string::npos) << key << " missing from\n" << resolved;

@@ -237,6 +237,13 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
   EXPECT_EQ(kernel_class_by_name("volta_sgemm_128x32_nt"), MeasuredClass::kFp32Gemm);
   EXPECT_EQ(kernel_class_by_name("void gemmSN_TN_kernel<float, 128, 16>"), MeasuredClass::kFp32Gemm);
   EXPECT_EQ(kernel_class_by_name("flash_fwd_kernel<Flash_fwd_kernel_traits>"), MeasuredClass::kAttention);
+  // Names from tests/data/captures (PyTorch 2.11, cuBLAS and cuDNN on an H100).
+  EXPECT_EQ(kernel_class_by_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), MeasuredClass::kTensorGemm);
+  EXPECT_EQ(kernel_class_by_name("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0"),
+            MeasuredClass::kAttention);
+  EXPECT_EQ(kernel_class_by_name("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1_cga1x1x1_kernel0"),
+            MeasuredClass::kAttentionBackward);
+  EXPECT_EQ(kernel_class_by_name("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), MeasuredClass::kAttentionBackward);
   EXPECT_EQ(kernel_class_by_name("void at::native::vectorized_elementwise_kernel<4>"), MeasuredClass::kMemoryBound);
   // One rank: a tensor GEMM of 100 us, then 20 us idle, then an elementwise kernel of 10 us.
   KinetoRank r;
@@ -255,13 +262,14 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
   ro.scaling.ratio[0] = 0.5;           // tensor GEMMs twice as fast
   ro.scaling.src_latency_s[0] = 4e-6;  // 4 us of fixed time measured, 2 us on the target
   ro.scaling.dst_latency_s[0] = 2e-6;
-  ro.scaling.ratio[3] = 0.25;          // memory-bound four times as fast, no latency
+  const auto mem = static_cast<size_t>(MeasuredClass::kMemoryBound);
+  ro.scaling.ratio[mem] = 0.25;        // memory-bound four times as fast, no latency
   const ReplayProgram rp = replay_program({r}, ro);
   // GEMM: 2 + (100 - 4) x 0.5 = 50 us; elementwise: 10 x 0.25 = 2.5 us; the 20 us gap stays.
   EXPECT_EQ(rp.class_count[0], 1u);
-  EXPECT_EQ(rp.class_count[3], 1u);
+  EXPECT_EQ(rp.class_count[mem], 1u);
   EXPECT_NEAR(rp.class_replayed_s[0], 50e-6, 1e-15);
-  EXPECT_NEAR(rp.class_replayed_s[3], 2.5e-6, 1e-15);
+  EXPECT_NEAR(rp.class_replayed_s[mem], 2.5e-6, 1e-15);
   EXPECT_NEAR(rp.class_measured_s[0], 100e-6, 1e-15);
   sim::Simulation sim(1);
   topo::ScaleUpSpec su;

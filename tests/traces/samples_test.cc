@@ -77,6 +77,8 @@ TEST(KernelSamples, LinksKernelsToTheOpsThatLaunchedThemAndCountsTheirWork) {
   EXPECT_EQ(add->bytes, 12e6);
   // Flash backward, [B,S,H,D] layout: forward 4 x (2*4096*16*128) x 4096 / 2 (causal), times 2.5.
   EXPECT_EQ(attn->flops, 2.5 * 4.0 * (2.0 * 4096 * 16 * 128) * 4096 / 2);
+  EXPECT_TRUE(attn->backward);
+  EXPECT_EQ(attn->keys, 4096);  // [B,S,H,D]: the key tensor's dimension 1
   EXPECT_EQ(memset->bytes, 1048576);
   EXPECT_NEAR(memset->seconds, 3e-6, 1e-15);
 }
@@ -110,6 +112,29 @@ TEST(KernelSamples, DlrmRankZero) {
   EXPECT_TRUE(kernel_samples(plain, 0).empty());
 }
 
+TEST(KernelSamples, SdpaBackwardOpsTakeTheirKeysFromTheBHSDLayout) {
+  // aten::_scaled_dot_product_flash_attention_backward(grad_out, query, key, value, ...), each
+  // [B=2, H=16, S=4096, D=128]: 4096 keys (not the 16 heads of the flash kernel's [B,S,H,D]
+  // position), backward, 2.5 x 4 x (2 x 16 x 4096 x 128) x 4096 / 2 FLOPs; one kernel of 700 us.
+  const fs::path p = fs::temp_directory_path() / "clustersim_samples_sdpa_test.json";
+  std::ofstream(p) << R"J({"traceEvents": [
+ {"ph":"X","cat":"cpu_op","name":"aten::_scaled_dot_product_flash_attention_backward","pid":1,"tid":1,"ts":100,"dur":20,
+  "args":{"Input Dims":[[2,16,4096,128],[2,16,4096,128],[2,16,4096,128],[2,16,4096,128]],"Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16"]}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":110,"dur":3,"args":{"correlation":5}},
+ {"ph":"X","cat":"kernel","name":"flash_bwd_kernel","pid":0,"tid":7,"ts":1000,"dur":700,"args":{"stream":7,"correlation":5}}
+]})J";
+  KinetoReadOptions ro;
+  ro.ops = true;
+  const std::vector<wl::KernelSample> s = kernel_samples(read_kineto(p.string(), ro), 0);
+  fs::remove(p);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].cls, wl::KernelClass::kAttention);
+  EXPECT_TRUE(s[0].backward);
+  EXPECT_EQ(s[0].keys, 4096);
+  EXPECT_EQ(s[0].flops, 2.5 * 4.0 * (2.0 * 16 * 4096 * 128) * 4096 / 2);
+  EXPECT_NEAR(s[0].seconds, 700e-6, 1e-15);
+}
+
 TEST(KernelSamples, CudnnAttentionOfAnH100Capture) {
   // tests/data/captures/h100-sxm/h4096-l2-b1: 2 layers, q [1, 32, 2048, 128], causal. PyTorch 2.11
   // runs SDPA through aten::_cudnn_attention_forward / _backward ([B,H,S,D]); read with Python's
@@ -124,7 +149,9 @@ TEST(KernelSamples, CudnnAttentionOfAnH100Capture) {
   for (const auto& s : kernel_samples(read_kineto(f.string(), ro), 0)) {
     if (s.cls != wl::KernelClass::kAttention) continue;
     EXPECT_EQ(s.precision, wl::MatmulPrecision::kBf16);
-    const bool backward = s.shape.find(" bwd") != std::string::npos;
+    const bool backward = s.backward;
+    EXPECT_EQ(s.keys, 2048);
+    EXPECT_EQ(s.shape.find(" bwd") != std::string::npos, backward) << s.shape;
     EXPECT_EQ(s.flops, (backward ? 2.5 : 1.0) * 34359738368.0) << s.shape;
     (backward ? bwd : fwd).push_back(s.seconds);
   }

@@ -120,8 +120,8 @@ TEST(Calibration, AttentionIsFittedPerDirectionWithItsSequenceOverhead) {
   EXPECT_NEAR(predict_seconds(k, kH100, c.profile) / k.seconds, 1.0, 1e-12);
   EXPECT_NEAR(topo::attention_rate_factor(c.profile, true, 4096), (0.52 / 0.70) / (1 + 1400.0 / 4096), 1e-12);
   EXPECT_NEAR(topo::attention_rate_factor(c.profile, false, 4096), 1 / (1 + 1600.0 / 4096), 1e-12);
-  // Defaults: no overhead, the backward at the forward's efficiency.
-  EXPECT_EQ(topo::attention_rate_factor(topo::default_profile(kH100), true, 4096), 1.0);
+  // An entry without measured attention (A100: FlashAttention-2's 0.55, no overhead): 1.
+  EXPECT_EQ(topo::attention_rate_factor(topo::default_profile(topo::find_gpu("a100-sxm")), true, 4096), 1.0);
 }
 
 TEST(Calibration, PredictionsFollowTheClosedForm) {

@@ -61,6 +61,7 @@ const char* measured_class_name(MeasuredClass c) {
     case MeasuredClass::kTensorGemm: return "GEMM (tensor cores)";
     case MeasuredClass::kFp32Gemm: return "GEMM (FP32)";
     case MeasuredClass::kAttention: return "attention";
+    case MeasuredClass::kAttentionBackward: return "attention backward";
     case MeasuredClass::kMemoryBound: return "memory-bound and other";
   }
   return "?";
@@ -70,8 +71,12 @@ MeasuredClass kernel_class_by_name(const std::string& name) {
   std::string n = name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("flash") || has("fmha") || has("attention")) return MeasuredClass::kAttention;
-  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas"))
+  // Fused attention: FlashAttention's flash_fwd/flash_bwd, cuDNN's *_sdpa_*_flash_fprop/_bprop.
+  if (has("flash") || has("fmha") || has("attention"))
+    return has("bwd") || has("bprop") || has("backward") ? MeasuredClass::kAttentionBackward
+                                                          : MeasuredClass::kAttention;
+  // cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.x), its older ones *gemm* / *xmma*.
+  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet"))
     return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;
   return MeasuredClass::kMemoryBound;
 }

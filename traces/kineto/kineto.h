@@ -99,8 +99,8 @@ KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt = {
 // / CUTLASS names: "gemm", "xmma", "cutlass", "cublas"), GEMM in plain FP32 (those names with
 // "sgemm" or "<float"), attention ("flash", "fmha", "attention"), else memory-bound (elementwise,
 // reductions, copies: the bulk of the rest in training traces). Memcpys and memsets are memory-bound.
-enum class MeasuredClass : uint8_t { kTensorGemm, kFp32Gemm, kAttention, kMemoryBound };
-inline constexpr size_t kMeasuredClasses = 4;
+enum class MeasuredClass : uint8_t { kTensorGemm, kFp32Gemm, kAttention, kAttentionBackward, kMemoryBound };
+inline constexpr size_t kMeasuredClasses = 5;
 const char* measured_class_name(MeasuredClass c);
 MeasuredClass kernel_class_by_name(const std::string& name);
 
@@ -109,9 +109,9 @@ MeasuredClass kernel_class_by_name(const std::string& name);
 // source's rate over the target's (peak x efficiency, or HBM bandwidth x memory efficiency).
 struct KernelScaling {
   bool on = false;
-  double ratio[kMeasuredClasses] = {1, 1, 1, 1};
-  double src_latency_s[kMeasuredClasses] = {0, 0, 0, 0};
-  double dst_latency_s[kMeasuredClasses] = {0, 0, 0, 0};
+  double ratio[kMeasuredClasses] = {1, 1, 1, 1, 1};
+  double src_latency_s[kMeasuredClasses] = {};
+  double dst_latency_s[kMeasuredClasses] = {};
   double apply(MeasuredClass c, double t) const {
     const auto i = static_cast<size_t>(c);
     const double busy = t > src_latency_s[i] ? t - src_latency_s[i] : 0.0;
@@ -144,8 +144,8 @@ struct ReplayProgram {
   size_t collectives = 0;            // per rank
   // Over all ranks, by MeasuredClass: measured GPU activities (not collectives), their measured
   // and replayed seconds (they differ with ReplayOptions::scaling).
-  size_t class_count[kMeasuredClasses] = {0, 0, 0, 0};
-  double class_measured_s[kMeasuredClasses] = {0, 0, 0, 0}, class_replayed_s[kMeasuredClasses] = {0, 0, 0, 0};
+  size_t class_count[kMeasuredClasses] = {};
+  double class_measured_s[kMeasuredClasses] = {}, class_replayed_s[kMeasuredClasses] = {};
 };
 
 struct ReplayOptions {

@@ -76,32 +76,31 @@ bool gemm_shape(const CpuOp& op, double& b, double& m, double& n, double& k) {
   return false;
 }
 
-// An attention op's FLOPs (causal), or 0. The SDPA entry points and cuDNN's kernels (which PyTorch
-// 2.5+ picks on Hopper: aten::_cudnn_attention_forward/_backward under the SDPA op) take
-// [B,H,S,D] tensors; the flash and memory-efficient kernels [B,S,H,D].
-double attention_flops(const CpuOp& op) {
+// An attention op's causal FLOPs, direction and keys per sequence (flops 0: not an attention op
+// this reader knows). The SDPA entry points (aten::_scaled_dot_product_*_attention[_backward])
+// and cuDNN's kernels (which PyTorch 2.5+ picks on Hopper: aten::_cudnn_attention_forward /
+// _backward under the SDPA op) take [B,H,S,D] tensors; the flash and memory-efficient kernels
+// (aten::_flash_attention_*, aten::_efficient_attention_*) [B,S,H,D]. Backward ops take
+// (grad_out, query, key, value, ...).
+struct AttentionShape {
+  double flops = 0, keys = 0;
+  bool backward = false;
+};
+AttentionShape attention_shape(const CpuOp& op) {
   const std::string& s = op.name;
   const bool sdpa = s.rfind("aten::_scaled_dot_product_", 0) == 0 && s.find("attention") != std::string::npos;
   const bool cudnn = s == "aten::_cudnn_attention_forward" || s == "aten::_cudnn_attention_backward";
   const bool inner = s == "aten::_flash_attention_forward" || s == "aten::_efficient_attention_forward" ||
                      s == "aten::_flash_attention_backward" || s == "aten::_efficient_attention_backward";
-  if (!sdpa && !cudnn && !inner) return 0;
-  const bool backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
-  const size_t q = backward ? 1 : 0;  // backward: (grad_out, query, key, value, ...)
-  if (op.dims.size() <= q + 1 || op.dims[q].size() != 4 || op.dims[q + 1].size() != 4) return 0;
-  const double sk = static_cast<double>(inner ? op.dims[q + 1][1] : op.dims[q + 1][2]);  // [B,S,H,D] | [B,H,S,D]
-  const double fwd = 4.0 * numel(op.dims[q]) * sk / 2.0;
-  return backward ? 2.5 * fwd : fwd;
-}
-
-// The keys per sequence of an attention op that attention_flops counts (0 otherwise).
-double attention_keys(const CpuOp& op) {
-  const std::string& s = op.name;
-  const bool backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
-  const size_t q = backward ? 1 : 0;
-  const bool inner = s.find("_flash_attention_") != std::string::npos || s.find("_efficient_attention_") != std::string::npos;
-  if (op.dims.size() <= q + 1 || op.dims[q + 1].size() != 4) return 0;
-  return static_cast<double>(inner ? op.dims[q + 1][1] : op.dims[q + 1][2]);
+  AttentionShape a;
+  if (!sdpa && !cudnn && !inner) return a;
+  a.backward = s.size() > 9 && s.compare(s.size() - 9, 9, "_backward") == 0;
+  const size_t q = a.backward ? 1 : 0;
+  if (op.dims.size() <= q + 1 || op.dims[q].size() != 4 || op.dims[q + 1].size() != 4) return a;
+  a.keys = static_cast<double>(inner ? op.dims[q + 1][1] : op.dims[q + 1][2]);
+  const double fwd = 4.0 * numel(op.dims[q]) * a.keys / 2.0;
+  a.flops = a.backward ? 2.5 * fwd : fwd;
+  return a;
 }
 
 // HBM bytes of an elementwise op (see samples.h), 0 when the types are unknown.
@@ -181,17 +180,15 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
       s.rows = b * m;
       s.cols = n;
       s.shape = "gemm " + std::string(wl::precision_name(s.precision)) + " " + dims_text(b, m, n, k);
-    } else if (const double f = attention_flops(op); f > 0) {
+    } else if (const AttentionShape at = attention_shape(op); at.flops > 0) {
       if (!precision_of(type, kernels.front()->name, s.precision)) continue;
       s.cls = wl::KernelClass::kAttention;
-      s.flops = f;
-      s.backward = op.name.find("_backward") != std::string::npos;
-      s.keys = attention_keys(op);
+      s.flops = at.flops;
+      s.backward = at.backward;
+      s.keys = at.keys;
       std::string d;
-      for (int64_t x : op.dims[op.name.find("_backward") != std::string::npos ? 1 : 0])
-        d.append(d.empty() ? "" : "x").append(std::to_string(x));
-      s.shape = "attention " + std::string(wl::precision_name(s.precision)) + " " + d +
-                (op.name.find("_backward") != std::string::npos ? " bwd" : " fwd");
+      for (int64_t x : op.dims[at.backward ? 1 : 0]) d.append(d.empty() ? "" : "x").append(std::to_string(x));
+      s.shape = "attention " + std::string(wl::precision_name(s.precision)) + " " + d + (at.backward ? " bwd" : " fwd");
     } else if (kernels.size() == 1 && kernels.front()->name.find("elementwise_kernel") != std::string::npos) {
       s.cls = wl::KernelClass::kMemory;
       s.bytes = elementwise_bytes(op);

@@ -194,6 +194,18 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     else f.latency = sim::Time::ns(std::llround(a * 1e9));
     if (clamped) f.note = attention ? "the fitted sequence overhead was negative: refitted as 0"
                                     : "the fitted latency was negative: refitted as 0";
+    if (attention) {
+      bool one_length = true;
+      for (const KernelSample* s : mine) one_length = one_length && s->keys == mine.front()->keys;
+      if (one_length)
+        f.note = "every sample has " + std::to_string(static_cast<long long>(mine.front()->keys)) +
+                 " keys: the sequence overhead cannot be told from the efficiency (give traces of two or more "
+                 "sequence lengths); fitted without it";
+      if (f.seq_overhead > 1e6) {
+        f.note = "the fitted sequence overhead " + std::to_string(f.seq_overhead) + " keys is over 1e6: clamped";
+        f.seq_overhead = 1e6;
+      }
+    }
     if (f.efficiency > 1) {
       f.note = "fitted efficiency " + std::to_string(f.efficiency) +
                " > 1 (is the GPU in --cluster the one measured?): clamped to 1";
@@ -449,16 +461,14 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
          errs(f.fit).c_str(), errs(f.held_out).c_str(), errs(f.held_out_before).c_str(), f.note.empty() ? "" : "; ",
          f.note.c_str());
     if (f.cls == KernelClass::kAttention) {
+      // The latency the fit kept (subtracted from every sample) goes with its efficiencies.
+      if (!f.backward) line("attention_latency: %lldns\n", static_cast<long long>(f.latency.count_ns()));
       line("%s: %.4f\n%s: %.1f\n", f.backward ? "attention_backward_efficiency" : "attention_efficiency",
            f.efficiency, f.backward ? "attention_backward_seq_overhead" : "attention_seq_overhead", f.seq_overhead);
       continue;
     }
-    const char* eff = f.cls == KernelClass::kGemm        ? "gemm_efficiency"
-                      : f.cls == KernelClass::kAttention ? "attention_efficiency"
-                                                         : "memory_efficiency";
-    const char* lat = f.cls == KernelClass::kGemm        ? "gemm_latency"
-                      : f.cls == KernelClass::kAttention ? "attention_latency"
-                                                         : "kernel_latency";
+    const char* eff = f.cls == KernelClass::kGemm ? "gemm_efficiency" : "memory_efficiency";
+    const char* lat = f.cls == KernelClass::kGemm ? "gemm_latency" : "kernel_latency";
     line("%s: %.4f\n%s: %lldns\n", eff, f.efficiency, lat, static_cast<long long>(f.latency.count_ns()));
     if (f.cls == KernelClass::kGemm)
       line("gemm_wave_quantization: %s\n", c.profile.gemm_wave_quantization ? "true" : "false");

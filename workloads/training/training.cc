@@ -182,8 +182,9 @@ class Coster {
       f *= job_.peak_flops() / job_.non_gemm_peak_flops();
     if (o.cls == OpClass::kGemm) {
       gemm_term(o, part, f, t);
-    } else if (o.cls == OpClass::kAttention) {
-      // The fused attention kernel's direction and sequence length set its rate (hardware_profile.h).
+    } else if (o.cls == OpClass::kAttention && job_.flash_attention) {
+      // The fused attention kernel's direction and sequence length set its rate (hardware_profile.h);
+      // unfused attention (flash_attention: false) is GEMMs and softmax passes at the forward's.
       const bool backward = part != PassPart::kFwd && part != PassPart::kRecompute;
       t.flops[0] = f;
       t.wave[0] = topo::attention_rate_factor(job_.profile, backward, keys_);
