@@ -142,7 +142,8 @@ int cmd_calibrate(const CalibrateOptions& opt) {
       std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", f.backward ? "attention bwd" : class_label(f.cls),
                   f.shapes, f.efficiency, att ? overhead : sim::format_duration(f.latency).c_str(),
                   stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
-      if (!f.note.empty()) std::printf("      %s: %s\n", class_label(f.cls), f.note.c_str());
+      if (!f.note.empty())
+        std::printf("      %s: %s\n", f.backward ? "attention bwd" : class_label(f.cls), f.note.c_str());
     }
     bool attention_rows = false;
     for (const auto& f : cal.kernels) attention_rows = attention_rows || (f.cls == wl::KernelClass::kAttention && f.fitted);
