@@ -1317,6 +1317,38 @@ TEST_F(CliReplay, PureBf16TrainingKeepsNoMasterCopyAndMovesHalfTheOptimizerBytes
   EXPECT_TRUE(contains(bad.err, "master_weights")) << bad.err;
 }
 
+TEST_F(CliReplay, FsdpFloat8AllGatherGathersTheLinearWeightsInOneByte) {
+  // Llama 3 8B, FSDP over 8 H100s (tp 1), FP8 tensorwise. Without pipeline parallelism FSDP
+  // reshards after forward, so the buffers hold fsdp_prefetch + 1 = 2 gathered layers (and the
+  // head). A layer's linear weights: 4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096 x 14336
+  // = 218,103,808; gathered in FP8 they take 1 byte instead of 2: 2 x 218,103,808 = 436,207,616
+  // bytes fewer. Norms, embedding and head gather as before.
+  write_text(file("f8.yaml"),
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n"
+             "workload:\n  kind: training\n  model: {preset: llama3-8b}\n"
+             "  training: {seq_len: 8192, global_batch: 8, micro_batch: 1, precision: fp8, fp8_recipe: tensorwise}\n"
+             "  parallelism: {dp: 8, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n  memory: {allow_oom: true}\n");
+  ASSERT_EQ(run({"run", file("f8.yaml").string(), "-q", "--json", "a.json"}).status, 0);
+  CliResult r = run({"run", file("f8.yaml").string(), "-q", "--json", "b.json", "--set",
+                     "workload.parallelism.fsdp_float8_all_gather=true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json a = read_json("a.json"), b = read_json("b.json");
+  EXPECT_EQ(a["memory"]["stages"][0]["buffers_bytes"].get<double>() - b["memory"]["stages"][0]["buffers_bytes"].get<double>(),
+            436207616.0);
+  EXPECT_TRUE(b["config"]["fsdp_float8_all_gather"].get<bool>());
+  // Less to gather, and each rank casts only its eighth of every weight: no slower.
+  EXPECT_LE(b["step_time_s"].get<double>(), a["step_time_s"].get<double>());
+  // Refused without torchao's FP8 (tensorwise) or without FSDP, naming the key.
+  CliResult bf16 = run({"run", file("f8.yaml").string(), "-q", "--set", "workload.training.fp8_recipe=delayed", "--set",
+                        "workload.parallelism.fsdp_float8_all_gather=true"});
+  expect_one_error_line(bf16);
+  EXPECT_TRUE(contains(bf16.err, "fsdp_float8_all_gather")) << bf16.err;
+  CliResult ddp = run({"run", file("f8.yaml").string(), "-q", "--set", "workload.parallelism.data_parallel=ddp", "--set",
+                       "workload.parallelism.fsdp_float8_all_gather=true"});
+  expect_one_error_line(ddp);
+  EXPECT_TRUE(contains(ddp.err, "fsdp only")) << ddp.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other subcommands.
 

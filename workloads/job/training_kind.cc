@@ -231,7 +231,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
   if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
-    appendf(o, "  fsdp: layers %s after forward, gradients reduce-scattered in %s %s\n",
+    appendf(o, "  fsdp: layers%s %s after forward, gradients reduce-scattered in %s %s\n",
+            j.fsdp_float8_all_gather ? " (linear weights gathered in FP8)" : "",
             j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered",
             std::string(kPrecisionNames.name(j.fsdp_reduce)).c_str(),
             j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
@@ -323,6 +324,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   if (j.data_parallel == DataParallel::kFsdp) {
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
     c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));
+    c["fsdp_float8_all_gather"] = j.fsdp_float8_all_gather;
     c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));

@@ -199,15 +199,17 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
 //  - the rest by a memory-bound op just before the GEMM (fp8_casts): forward W (5 K N) and, for a
 //    row-parallel GEMM, its local input A (5 M K); dgrad W^T (2 K N) and, for a column-parallel
 //    GEMM, its local output gradient dC (5 M N); wgrad the transposed copies of dC and A
-//    (2 (M N + M K)). Kernels: 2 per cast, 1 per transpose.
+//    (2 (M N + M K)). Kernels: 2 per cast, 1 per transpose. With torchao's FP8 all-gather under
+//    FSDP (weight_share = 1 / the sharding group) each rank casts only its shard of W, before
+//    the all-gather (torchao float8 fsdp_utils.py, fsdp_pre_all_gather).
 // Counted as torch.compile runs them (no eager chains of ATen kernels).
 constexpr double kFp8CastBytes = 5.0, kFp8TransposeBytes = 2.0;
 
-OpCost fp8_casts(const char* gemm_name, double m, double k, double n, bool row_parallel) {
+OpCost fp8_casts(const char* gemm_name, double m, double k, double n, bool row_parallel, double weight_share = 1.0) {
   OpCost op;
   op.name = std::string(gemm_name) + "_fp8_cast";
   op.cls = OpClass::kElementwise;
-  op.fwd_bytes = kFp8CastBytes * (k * n + (row_parallel ? m * k : 0.0));
+  op.fwd_bytes = kFp8CastBytes * (k * n * weight_share + (row_parallel ? m * k : 0.0));
   op.bwd_input_bytes = kFp8TransposeBytes * k * n + (row_parallel ? 0.0 : kFp8CastBytes * m * n);
   op.bwd_weight_bytes = kFp8TransposeBytes * (m * n + m * k);
   op.fwd_kernels = row_parallel ? 4 : 2;
@@ -381,6 +383,13 @@ int64_t local_kv_heads(const ModelSpec& spec, int64_t tp) {
 
 int64_t local_vocab(const ModelSpec& spec, int64_t tp) { return ceil_div(spec.vocab, tp); }
 
+int64_t layer_matrix_params_per_rank(const ModelSpec& s, int64_t tp) {
+  const int64_t h = s.hidden, hd = s.effective_head_dim();
+  const int64_t q = local_q_heads(s, tp) * hd, kv = local_kv_heads(s, tp) * hd;
+  const int64_t mats = s.mlp == MlpKind::kSwiGlu ? 3 : 2;
+  return h * (q + 2 * kv) + q * h + mats * h * (s.ffn_hidden / tp);
+}
+
 int64_t layer_params_per_rank(const ModelSpec& s, int64_t tp) {
   validate_model(s);
   if (s.ffn_hidden % tp != 0) {
@@ -392,7 +401,7 @@ int64_t layer_params_per_rank(const ModelSpec& s, int64_t tp) {
   const int64_t q = local_q_heads(s, tp) * hd, kv = local_kv_heads(s, tp) * hd;
   const int64_t f = s.ffn_hidden / tp;
   const int64_t mats = s.mlp == MlpKind::kSwiGlu ? 3 : 2;
-  int64_t p = (s.parallel_block ? 1 : 2) * norm_params(s) + h * (q + 2 * kv) + q * h + mats * h * f;
+  int64_t p = (s.parallel_block ? 1 : 2) * norm_params(s) + layer_matrix_params_per_rank(s, tp);
   if (s.bias) p += (q + 2 * kv) + h + (mats - 1) * f + h;  // row-parallel biases replicated
   return p;
 }
@@ -461,7 +470,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   const double shard_elems = g.norm_tokens * g.hidden;  // a block input or output, as the norm sees it
   ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
   if (casts) add_fp8_input_cast(ops.back(), shard_elems, true);
-  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, false));
+  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, false, options.fp8_weight_cast_share));
   ops.push_back(gemm("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, g.eg));
   if (spec.position == PositionKind::kRope) {
     // Rotation of Q and K: 6 operations per pair of elements = 3 per element; read + write.
@@ -504,7 +513,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     finish(at);
     ops.push_back(at);
   }
-  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true));
+  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true, options.fp8_weight_cast_share));
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
   if (!spec.parallel_block) {
     // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
@@ -517,9 +526,9 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
-    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local, false));
+    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
     ops.push_back(gemm("mlp_gate", g.tokens, g.hidden, g.ffn_local, g.eg));
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // silu(gate) * up: sigmoid ~4, two multiplies; read gate and up, write the product;
     // backward reads dy, gate, up and writes dgate, dup.
@@ -534,12 +543,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
       finish(ops.back());
     }
   } else {
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // tanh-approximated GELU ~8 operations; read x, write y; backward reads dy and x, writes dx.
     ops.push_back(elementwise("mlp_act", ffn_elems, 8.0, 2.0, 3.0, g.ee));
   }
-  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden, true));
+  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden, true, options.fp8_weight_cast_share));
   ops.push_back(gemm("mlp_down", g.tokens, g.ffn_local, g.hidden, g.eg));
   if (spec.parallel_block) {
     // x + attention branch + MLP branch: 2 operations, read 3 + write 1.

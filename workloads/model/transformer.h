@@ -122,6 +122,8 @@ int64_t local_vocab(const ModelSpec& spec, int64_t tp);
 // Parameters held by ONE rank. Norm weights and row-parallel output biases are replicated on
 // every TP rank; K/V projections follow the KV replication convention.
 int64_t layer_params_per_rank(const ModelSpec& spec, int64_t tp);
+// The weight matrices among them (the linear layers' weights: what FP8 GEMMs cast), per rank.
+int64_t layer_matrix_params_per_rank(const ModelSpec& spec, int64_t tp);
 // A pipeline stage with `stage_layers` blocks. The first stage also holds the token (and
 // position) embedding; the last the final norm and the LM head. With tied embeddings and pp > 1
 // the last stage keeps its own copy of the table (Megatron does, and all-reduces its gradient
@@ -181,6 +183,9 @@ struct OpOptions {
   // (transformer.cc counts them). false: the casts are free (Transformer Engine's delayed scaling
   // fuses them into the neighbouring norm and activation kernels and caches the weights' casts).
   bool fp8_tensorwise_casts = false;
+  // The share of each weight this rank casts to FP8 under tensorwise casts: 1, or 1 / the FSDP
+  // group with torchao's FP8 all-gather (each rank casts its shard before the all-gather).
+  double fp8_weight_cast_share = 1.0;
 };
 
 // One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, attn_out_proj,

@@ -117,7 +117,7 @@ class Fsdp : public DataParallelPolicy {
     const bool fwd = pass == Pass::kForward;
     int64_t l = shape_.first_layer[static_cast<size_t>(g)] +
                 (fwd ? pos : shape_.chunk_layers[static_cast<size_t>(g)] - 1 - pos);
-    e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(split_.layer),
+    e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, split_.layer_gather_bytes,
                                   std::string("all-gather params ") + (fwd ? "fwd" : "bwd"),
                                   mb, static_cast<int32_t>(l), deps));
   }

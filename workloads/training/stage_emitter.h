@@ -28,7 +28,8 @@ struct Cost {
 // the final norm and head on the last.
 struct ParamSplit {
   std::vector<int64_t> chunk_layers;
-  double layer = 0, embed = 0, head = 0;
+  double layer = 0, embed = 0, head = 0;  // parameters per rank
+  double layer_gather_bytes = 0;           // a layer's FSDP all-gather per rank (training.cc)
   double chunk(int64_t g) const {
     auto last = static_cast<int64_t>(chunk_layers.size()) - 1;
     return static_cast<double>(chunk_layers[static_cast<size_t>(g)]) * layer + (g == 0 ? embed : 0) +

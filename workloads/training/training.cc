@@ -606,6 +606,8 @@ TrainingPlan build_training(const TrainingJob& job) {
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;
   oo.fp8_tensorwise_casts = job.fp8_tensorwise;
+  if (job.fsdp_float8_all_gather && job.grad_group() > 1)
+    oo.fp8_weight_cast_share = 1.0 / static_cast<double>(job.grad_group());
   int64_t b = job.micro_batch, s = job.seq_len;
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
@@ -620,6 +622,11 @@ TrainingPlan build_training(const TrainingJob& job) {
   int64_t chunks = job.pp * job.virtual_stages;
   ParamSplit split;
   split.layer = layer_params;
+  // A layer's FSDP all-gather: every parameter in the parameter dtype, or the linear weights in
+  // FP8 (1 byte) under torchao's FP8 all-gather.
+  const double matrix_params = static_cast<double>(layer_matrix_params_per_rank(job.model, job.tp));
+  const double fp8_saving = job.fsdp_float8_all_gather ? matrix_params * (job.adam.param - 1.0) : 0.0;
+  split.layer_gather_bytes = layer_params * job.adam.param - fp8_saving;
   split.embed = static_cast<double>(stage_params_per_rank(job.model, 0, true, false, chunks, job.tp));
   split.head = static_cast<double>(stage_params_per_rank(job.model, 0, false, true, chunks, job.tp));
   split.chunk_layers = split_layers(job.model.layers, chunks, job.split);
@@ -693,9 +700,10 @@ TrainingPlan build_training(const TrainingJob& job) {
       // Nothing is gathered without a sharding group.
       const bool all = !job.fsdp_reshard_after_forward() || job.fsdp_defers_grad_sync();
       const double head = has_head && job.fsdp_reshard != TrainingJob::Reshard::kAlways ? split.head : 0;
+      const double layers_gathered = all ? layers_held : static_cast<double>(job.fsdp_prefetch + 1);
       if (job.grad_group() > 1)
-        mem.bytes.comm_buffers =
-            (all ? params : static_cast<double>(job.fsdp_prefetch + 1) * layer_params + head) * job.adam.param;
+        mem.bytes.comm_buffers = (all ? params : layers_gathered * layer_params + head) * job.adam.param -
+                                 layers_gathered * fp8_saving;
     } else if (job.dp > 1) {
       mem.bytes.comm_buffers = 2 * job.ddp_bucket_bytes;
     }

@@ -80,6 +80,11 @@ struct TrainingJob {
   // accumulated over micro-batches are kept in float32 too (FSDPParam.to_accumulated_grad_if_needed).
   // fp32, bf16 or fp16.
   Precision fsdp_reduce = Precision::kFp32;
+  // torchao's FP8 all-gather (torchtitan --float8.enable_fsdp_float8_all_gather): with FP8
+  // tensorwise GEMMs under FSDP, each rank casts its shard of every linear weight to FP8 and the
+  // all-gather moves 1 byte per weight instead of the parameter dtype's; the gathered weights are
+  // FP8. Norms, the embedding and the output projection (BF16 under FP8) gather as before.
+  bool fsdp_float8_all_gather = false;
   double fsdp_reduce_bytes() const { return static_cast<double>(elementwise_bytes(fsdp_reduce)); }
   // Under pipeline parallelism PyTorch's pipeline stage keeps FSDP from syncing (and resharding)
   // gradients until a chunk's last backward (torch/distributed/pipelining/stage.py,

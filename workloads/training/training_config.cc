@@ -175,6 +175,15 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       j.fsdp_reduce = kPrecisionNames.value(p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32"));
       only_fsdp("fsdp_reduce_dtype", j.fsdp_reduce == Precision::kFp32);
     }
+    if (fsdp || p.has("fsdp_float8_all_gather")) {
+      j.fsdp_float8_all_gather = p.get_bool("fsdp_float8_all_gather", false);
+      only_fsdp("fsdp_float8_all_gather", !j.fsdp_float8_all_gather);
+      if (j.fsdp_float8_all_gather && !(j.precision == Precision::kFp8 && j.fp8_tensorwise))
+        p.child("fsdp_float8_all_gather")
+            .fail("gathers torchao's FP8 weights: needs training.precision: fp8 with fp8_recipe: tensorwise (this job's "
+                  "precision is " + std::string(kPrecisionNames.name(j.precision)) +
+                  (j.precision == Precision::kFp8 ? ", recipe delayed)" : ")"));
+    }
   }
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
