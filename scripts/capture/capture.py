@@ -39,6 +39,11 @@ def parse_args(argv=None):
                    help="SwiGLU inner width (default: 8/3 hidden rounded up to a multiple of 256)")
     m.add_argument("--vocab", type=int, default=32000, help="vocabulary size (default 32000)")
     m.add_argument("--no-rope", dest="rope", action="store_false", help="no rotary embeddings")
+    m.add_argument("--code", choices=["fused-qkv", "torchtitan"], default="fused-qkv",
+                   help="model code: fused-qkv (default: one gate/up projection split by chunk, RoPE by "
+                   "halves and cat, GQA by repeat_interleave) or torchtitan (its llama3 model.py: separate w1/w3, "
+                   "RoPE as a complex product, repeat_kv by expand + reshape), the code clustersim's "
+                   "`kernels: eager` describes")
     r = p.add_argument_group("run")
     r.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
     r.add_argument("--batch", type=int, default=1, help="micro-batch per data-parallel rank (default 1)")

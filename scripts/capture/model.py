@@ -1,5 +1,8 @@
 """A small Llama-style decoder for trace capture (imported by capture.py once torch is known to exist).
 
+`--code torchtitan` switches the attention and MLP to torchtitan's llama3 model code (separate
+projections, complex RoPE, repeat_kv); the default keeps the fused projections described below.
+
 RMSNorm, optional rotary embeddings, causal attention through F.scaled_dot_product_attention (grouped
 KV heads allowed), SwiGLU MLP. Tensor parallelism is Megatron-style: the QKV and gate/up projections
 are column-parallel (each TP rank holds heads/tp heads and ffn/tp FFN columns), the attention output
@@ -69,19 +72,58 @@ def apply_rope(x, cos, sin):
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
+def rope_complex_table(seq, head_dim, device, base=10000.0):
+    """torchtitan's freqs_cis: complex64 [seq, head_dim/2] (precompute_freqs_cis)."""
+    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim)
+    angles = torch.outer(torch.arange(seq, device=device).float(), inv_freq)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rope_complex(x, freqs_cis):
+    """torchtitan's apply_rotary_emb for one tensor x [batch, seq, heads, head_dim]: pairs of the
+    head dimension as complex numbers times freqs_cis broadcast over batch and heads."""
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    f = freqs_cis.view(1, xc.shape[1], 1, xc.shape[-1])
+    return torch.view_as_real(xc * f).flatten(3).type_as(x)
+
+
+def repeat_kv(x, n_rep):
+    """torchtitan's repeat_kv: [batch, seq, kv_heads, head_dim] -> [batch, seq, kv_heads * n_rep,
+    head_dim] by expand + reshape (a copy)."""
+    if n_rep == 1:
+        return x
+    b, s, kv, hd = x.shape
+    return x[:, :, :, None, :].expand(b, s, kv, n_rep, hd).reshape(b, s, kv * n_rep, hd)
+
+
 class Attention(nn.Module):
     def __init__(self, a, tp, group):
         super().__init__()
+        self.torchtitan = a.code == "torchtitan"
         self.hd = a.hidden // a.heads
         self.h, self.kv = a.heads // tp, a.kv_heads // tp  # heads held by this TP rank
         self.tp, self.group = tp, group
-        self.qkv = nn.Linear(a.hidden, (self.h + 2 * self.kv) * self.hd, bias=False)  # column-parallel
+        if self.torchtitan:  # torchtitan's wq, wk, wv: three column-parallel projections
+            self.wq = nn.Linear(a.hidden, self.h * self.hd, bias=False)
+            self.wk = nn.Linear(a.hidden, self.kv * self.hd, bias=False)
+            self.wv = nn.Linear(a.hidden, self.kv * self.hd, bias=False)
+        else:
+            self.qkv = nn.Linear(a.hidden, (self.h + 2 * self.kv) * self.hd, bias=False)  # column-parallel
         self.o = nn.Linear(self.h * self.hd, a.hidden, bias=False)  # row-parallel
 
     def forward(self, x, rope):
         b, s, _ = x.shape
         if self.tp > 1:
             x = _CopyToTP.apply(x, self.group)
+        if self.torchtitan:  # torchtitan's order: rotate in [b, s, h, d], repeat K/V, then transpose
+            q = self.wq(x).view(b, s, self.h, self.hd)
+            k, v = self.wk(x).view(b, s, self.kv, self.hd), self.wv(x).view(b, s, self.kv, self.hd)
+            if rope is not None:
+                q, k = apply_rope_complex(q, rope), apply_rope_complex(k, rope)
+            k, v = repeat_kv(k, self.h // self.kv), repeat_kv(v, self.h // self.kv)
+            y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+            y = self.o(y.transpose(1, 2).reshape(b, s, self.h * self.hd))
+            return _ReduceFromTP.apply(y, self.group) if self.tp > 1 else y
         q, k, v = self.qkv(x).split([self.h * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
         q = q.view(b, s, self.h, self.hd).transpose(1, 2)
         k = k.view(b, s, self.kv, self.hd).transpose(1, 2)
@@ -100,13 +142,21 @@ class SwiGLU(nn.Module):
     def __init__(self, a, tp, group):
         super().__init__()
         self.tp, self.group = tp, group
-        self.gate_up = nn.Linear(a.hidden, 2 * (a.ffn // tp), bias=False)  # column-parallel, fused
+        self.torchtitan = a.code == "torchtitan"
+        if self.torchtitan:  # torchtitan's FeedForward: w2(silu(w1(x)) * w3(x)), three Linear layers
+            self.w1 = nn.Linear(a.hidden, a.ffn // tp, bias=False)
+            self.w3 = nn.Linear(a.hidden, a.ffn // tp, bias=False)
+        else:
+            self.gate_up = nn.Linear(a.hidden, 2 * (a.ffn // tp), bias=False)  # column-parallel, fused
         self.down = nn.Linear(a.ffn // tp, a.hidden, bias=False)  # row-parallel
 
     def forward(self, x):
         if self.tp > 1:
             x = _CopyToTP.apply(x, self.group)
-        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        if self.torchtitan:
+            gate, up = self.w1(x), self.w3(x)
+        else:
+            gate, up = self.gate_up(x).chunk(2, dim=-1)  # strided halves: PyTorch's generic kernels
         y = self.down(F.silu(gate) * up)
         return _ReduceFromTP.apply(y, self.group) if self.tp > 1 else y
 
@@ -134,12 +184,13 @@ class Llama(nn.Module):
         # Rotary tables: plain attributes, not buffers, so that DDP has nothing to broadcast per step.
         self.rope = None
         self.rope_args = (a.seq, a.hidden // a.heads) if a.rope else None
+        self.code = a.code
 
     def prepare(self, device):
         """Builds the rotary tables on `device` once, before the steps (so torch.compile sees no
         attribute set inside forward)."""
         if self.rope_args is not None and self.rope is None:
-            self.rope = rope_tables(*self.rope_args, device=device)
+            self.rope = (rope_complex_table if self.code == "torchtitan" else rope_tables)(*self.rope_args, device=device)
 
     def forward(self, tokens, targets):
         self.prepare(tokens.device)

@@ -58,6 +58,9 @@ capture1 h4096-l2-b1 --seq 2048 "${l8b[@]}" --layers 2 --batch 1
 capture1 h4096-l2-b1-s8192 --seq 8192 "${l8b[@]}" --layers 2 --batch 1
 capture1 h8192-l2-b1 --seq 2048 --hidden 8192 --heads 64 --kv-heads 8 --ffn 28672 --vocab 128256 --layers 2 --batch 1
 capture1 h4096-l2-b1-compiled --seq 2048 "${l8b[@]}" --layers 2 --batch 1 --compile
+# torchtitan's own model code (--code torchtitan), eager and compiled: what `kernels: eager` describes.
+capture1 tt-h4096-l2-b1-s8192 --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan
+capture1 tt-h4096-l2-b1-s8192-compiled --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --compile
 
 gpus=$("$py" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 if (( gpus >= 8 )); then
