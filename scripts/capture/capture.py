@@ -39,6 +39,9 @@ def parse_args(argv=None):
                    help="SwiGLU inner width (default: 8/3 hidden rounded up to a multiple of 256)")
     m.add_argument("--vocab", type=int, default=32000, help="vocabulary size (default 32000)")
     m.add_argument("--no-rope", dest="rope", action="store_false", help="no rotary embeddings")
+    m.add_argument("--norm", choices=["manual", "nn"], default="manual",
+                   help="RMSNorm: manual (x.float(), pow, mean, rsqrt, two multiplies: the Llama reference and "
+                   "torchtitan's 2024 norms.py; default) or nn (torch.nn.RMSNorm, torchtitan's model code today)")
     m.add_argument("--code", choices=["fused-qkv", "torchtitan"], default="fused-qkv",
                    help="model code: fused-qkv (default: one gate/up projection split by chunk, RoPE by "
                    "halves and cat, GQA by repeat_interleave) or torchtitan (its llama3 model.py: separate w1/w3, "

@@ -161,10 +161,15 @@ class SwiGLU(nn.Module):
         return _ReduceFromTP.apply(y, self.group) if self.tp > 1 else y
 
 
+def make_norm(a):
+    """The RMSNorm --norm names: the hand-written one above, or torch.nn.RMSNorm (same eps)."""
+    return nn.RMSNorm(a.hidden, eps=1e-5) if a.norm == "nn" else RMSNorm(a.hidden)
+
+
 class Block(nn.Module):
     def __init__(self, a, tp, group):
         super().__init__()
-        self.attn_norm, self.mlp_norm = RMSNorm(a.hidden), RMSNorm(a.hidden)
+        self.attn_norm, self.mlp_norm = make_norm(a), make_norm(a)
         self.attn, self.mlp = Attention(a, tp, group), SwiGLU(a, tp, group)
 
     def forward(self, x, rope):
@@ -179,7 +184,7 @@ class Llama(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(a.vocab, a.hidden)
         self.blocks = nn.ModuleList(Block(a, tp, group) for _ in range(a.layers))
-        self.norm = RMSNorm(a.hidden)
+        self.norm = make_norm(a)
         self.head = nn.Linear(a.hidden, a.vocab, bias=False)
         # Rotary tables: plain attributes, not buffers, so that DDP has nothing to broadcast per step.
         self.rope = None

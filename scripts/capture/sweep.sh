@@ -61,6 +61,7 @@ capture1 h4096-l2-b1-compiled --seq 2048 "${l8b[@]}" --layers 2 --batch 1 --comp
 # torchtitan's own model code (--code torchtitan), eager and compiled: what `kernels: eager` describes.
 capture1 tt-h4096-l2-b1-s8192 --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan
 capture1 tt-h4096-l2-b1-s8192-compiled --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --compile
+capture1 tt-h4096-l2-b1-s8192-nnnorm --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --norm nn
 
 gpus=$("$py" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 if (( gpus >= 8 )); then

@@ -1315,6 +1315,11 @@ TEST_F(CliReplay, PureBf16TrainingKeepsNoMasterCopyAndMovesHalfTheOptimizerBytes
   CliResult bad = run({"run", sc, "-q", "--set", "workload.training.precision=fp32"});
   expect_one_error_line(bad);
   EXPECT_TRUE(contains(bad.err, "master_weights")) << bad.err;
+  // Under FSDP without master weights the gradients reduce in the parameters' bf16 (FSDP2 with no
+  // mixed-precision policy), not torchtitan's fp32.
+  r = run({"run", sc, "-q", "--json", "f.json", "--set", "workload.parallelism.data_parallel=fsdp"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_json("f.json")["config"]["fsdp_reduce_dtype"].get<std::string>(), "bf16");
 }
 
 TEST_F(CliReplay, FsdpFloat8AllGatherGathersTheLinearWeightsInOneByte) {

@@ -324,7 +324,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   if (j.data_parallel == DataParallel::kFsdp) {
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
     c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));
-    c["fsdp_float8_all_gather"] = j.fsdp_float8_all_gather;
+    c["fsdp_float8_all_gather"] = j.fsdp_float8_all_gather && j.grad_group() > 1;  // what ran
     c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));

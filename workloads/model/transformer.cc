@@ -205,12 +205,14 @@ OpCost gemm(const char* name, double m, double k, double n, double eb) {
 // Counted as torch.compile runs them (no eager chains of ATen kernels).
 constexpr double kFp8CastBytes = 5.0, kFp8TransposeBytes = 2.0;
 
-OpCost fp8_casts(const char* gemm_name, double m, double k, double n, bool row_parallel, double weight_share = 1.0) {
+OpCost fp8_casts(const char* gemm_name, double m, double k, double n, bool row_parallel, const OpOptions& o) {
+  const double weight_share = o.fp8_weight_cast_share;
   OpCost op;
   op.name = std::string(gemm_name) + "_fp8_cast";
   op.cls = OpClass::kElementwise;
   op.fwd_bytes = kFp8CastBytes * (k * n * weight_share + (row_parallel ? m * k : 0.0));
-  op.bwd_input_bytes = kFp8TransposeBytes * k * n + (row_parallel ? 0.0 : kFp8CastBytes * m * n);
+  op.bwd_input_bytes = kFp8TransposeBytes * k * n + (row_parallel ? 0.0 : kFp8CastBytes * m * n) +
+                       (o.fp8_weight_recast_backward ? kFp8CastBytes * k * n * weight_share : 0.0);
   op.bwd_weight_bytes = kFp8TransposeBytes * (m * n + m * k);
   op.fwd_kernels = row_parallel ? 4 : 2;
   op.bwd_input_kernels = row_parallel ? 1 : 3;
@@ -470,7 +472,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   const double shard_elems = g.norm_tokens * g.hidden;  // a block input or output, as the norm sees it
   ops.push_back(norm("attn_norm", spec, g.norm_tokens, g.ee, eager));
   if (casts) add_fp8_input_cast(ops.back(), shard_elems, true);
-  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, false, options.fp8_weight_cast_share));
+  if (casts) ops.push_back(fp8_casts("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, false, options));
   ops.push_back(gemm("qkv_proj", g.tokens, g.hidden, q_cols + kv_cols, g.eg));
   if (spec.position == PositionKind::kRope) {
     // Rotation of Q and K: 6 operations per pair of elements = 3 per element; read + write.
@@ -513,7 +515,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     finish(at);
     ops.push_back(at);
   }
-  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true, options.fp8_weight_cast_share));
+  if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true, options));
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
   if (!spec.parallel_block) {
     // Residual add: 1 operation, read 2 + write 1; backward adds the two gradient streams.
@@ -526,9 +528,9 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   }
   const double ffn_elems = g.tokens * g.ffn_local;
   if (spec.mlp == MlpKind::kSwiGlu) {
-    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
+    if (casts) ops.push_back(fp8_casts("mlp_gate", g.tokens, g.hidden, g.ffn_local, false, options));
     ops.push_back(gemm("mlp_gate", g.tokens, g.hidden, g.ffn_local, g.eg));
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // silu(gate) * up: sigmoid ~4, two multiplies; read gate and up, write the product;
     // backward reads dy, gate, up and writes dgate, dup.
@@ -543,12 +545,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
       finish(ops.back());
     }
   } else {
-    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options.fp8_weight_cast_share));
+    if (casts) ops.push_back(fp8_casts("mlp_up", g.tokens, g.hidden, g.ffn_local, false, options));
     ops.push_back(gemm("mlp_up", g.tokens, g.hidden, g.ffn_local, g.eg));
     // tanh-approximated GELU ~8 operations; read x, write y; backward reads dy and x, writes dx.
     ops.push_back(elementwise("mlp_act", ffn_elems, 8.0, 2.0, 3.0, g.ee));
   }
-  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden, true, options.fp8_weight_cast_share));
+  if (casts) ops.push_back(fp8_casts("mlp_down", g.tokens, g.ffn_local, g.hidden, true, options));
   ops.push_back(gemm("mlp_down", g.tokens, g.ffn_local, g.hidden, g.eg));
   if (spec.parallel_block) {
     // x + attention branch + MLP branch: 2 operations, read 3 + write 1.

@@ -186,6 +186,9 @@ struct OpOptions {
   // The share of each weight this rank casts to FP8 under tensorwise casts: 1, or 1 / the FSDP
   // group with torchao's FP8 all-gather (each rank casts its shard before the all-gather).
   double fp8_weight_cast_share = 1.0;
+  // With that FP8 all-gather and FSDP resharding after forward, the backward gathers the weights
+  // again and each rank casts its shard again.
+  bool fp8_weight_recast_backward = false;
 };
 
 // One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, attn_out_proj,

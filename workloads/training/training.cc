@@ -606,8 +606,10 @@ TrainingPlan build_training(const TrainingJob& job) {
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;
   oo.fp8_tensorwise_casts = job.fp8_tensorwise;
-  if (job.fsdp_float8_all_gather && job.grad_group() > 1)
+  if (job.fsdp_float8_all_gather && job.grad_group() > 1) {
     oo.fp8_weight_cast_share = 1.0 / static_cast<double>(job.grad_group());
+    oo.fp8_weight_recast_backward = job.fsdp_reshard_after_forward();
+  }
   int64_t b = job.micro_batch, s = job.seq_len;
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
@@ -700,7 +702,8 @@ TrainingPlan build_training(const TrainingJob& job) {
       // Nothing is gathered without a sharding group.
       const bool all = !job.fsdp_reshard_after_forward() || job.fsdp_defers_grad_sync();
       const double head = has_head && job.fsdp_reshard != TrainingJob::Reshard::kAlways ? split.head : 0;
-      const double layers_gathered = all ? layers_held : static_cast<double>(job.fsdp_prefetch + 1);
+      const double layers_gathered =
+          all ? layers_held : std::min(layers_held, static_cast<double>(job.fsdp_prefetch + 1));
       if (job.grad_group() > 1)
         mem.bytes.comm_buffers = (all ? params : layers_gathered * layer_params + head) * job.adam.param -
                                  layers_gathered * fp8_saving;

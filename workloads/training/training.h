@@ -130,7 +130,7 @@ struct TrainingJob {
   // v (7 x 2 = 14 bytes instead of 32).
   bool master_weights = true;
   double optimizer_bytes() const {
-    if (!master_weights) return eager_kernels ? 40.0 : 14.0;
+    if (!master_weights) return eager_kernels ? 40.0 : optimizer_bytes_per_param * (14.0 / 32.0);
     return eager_kernels ? 80.0 : optimizer_bytes_per_param;
   }
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,

@@ -172,8 +172,11 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       only_fsdp("fsdp_reshard_after_forward", r == "default");
     }
     if (fsdp || p.has("fsdp_reduce_dtype")) {
-      j.fsdp_reduce = kPrecisionNames.value(p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, "fp32"));
-      only_fsdp("fsdp_reduce_dtype", j.fsdp_reduce == Precision::kFp32);
+      // fp32 as torchtitan sets FSDP2's reduce_dtype; without master weights the parameters'
+      // 16-bit type, as FSDP2 reduces with no mixed-precision policy.
+      const char* def = j.master_weights ? "fp32" : (j.precision == Precision::kFp16 ? "fp16" : "bf16");
+      j.fsdp_reduce = kPrecisionNames.value(p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, def));
+      only_fsdp("fsdp_reduce_dtype", kPrecisionNames.name(j.fsdp_reduce) == std::string_view(def));
     }
     if (fsdp || p.has("fsdp_float8_all_gather")) {
       j.fsdp_float8_all_gather = p.get_bool("fsdp_float8_all_gather", false);
