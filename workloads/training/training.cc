@@ -500,7 +500,13 @@ class StageBuilder {
     optimizer_terms_.assign(1, CostTerm{});
     optimizer_terms_[0].cls = KernelClass::kMemory;
     optimizer_terms_[0].bytes = shard * job_.optimizer_bytes();
-    optimizer_terms_[0].kernels = job_.eager_kernels ? 8 : 1;
+    // Eager: PyTorch's foreach AdamW, 8 passes, each launched by multi_tensor_apply once per 320
+    // blocks of 65,536 elements (aten/src/ATen/native/cuda/MultiTensorApply.cuh: kChunkSize,
+    // depth_to_max_blocks), i.e. per 20,971,520 parameters; per-tensor partial chunks and the
+    // tensors-per-launch limit are left out (3,064 launches for Llama 3 8B; its capture shows 3,072).
+    constexpr double kForeachLaunchElems = 320.0 * 65536.0;
+    optimizer_terms_[0].kernels =
+        job_.eager_kernels ? 8u * static_cast<uint32_t>(std::max(1.0, std::ceil(shard / kForeachLaunchElems))) : 1u;
     Cost c;
     c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
     c.seconds = c.hbm_s;
