@@ -148,9 +148,12 @@ std::string protocols_problem(const std::string& list) {
 
 }  // namespace
 
+double attention_efficiency(const HardwareProfile& p, bool backward) {
+  return backward && p.attention_backward_efficiency > 0 ? p.attention_backward_efficiency : p.attention_efficiency;
+}
+
 double attention_rate_factor(const HardwareProfile& p, bool backward, double keys) {
-  double f = 1;
-  if (backward && p.attention_backward_efficiency > 0) f = p.attention_backward_efficiency / p.attention_efficiency;
+  double f = attention_efficiency(p, backward) / p.attention_efficiency;
   const double overhead = backward ? p.attention_backward_seq_overhead : p.attention_seq_overhead;
   if (keys > 0 && overhead > 0) f /= 1 + overhead / keys;
   return f;

@@ -106,6 +106,10 @@ HardwareProfile default_profile(const GpuSpec& gpu);
 // column and key for an unknown key, a bad value, or a file that cannot be read.
 HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu);
 
+// A fused attention direction's fraction of peak: the forward's, or the backward's where set
+// (attention_backward_efficiency 0 stands for the forward's).
+double attention_efficiency(const HardwareProfile& p, bool backward);
+
 // The factor by which a fused attention kernel over sequences of `keys` keys runs relative to
 // attention_efficiency x peak: the backward's efficiency ratio over (1 + seq overhead / keys).
 // 1 with the defaults or an unknown length (keys <= 0).

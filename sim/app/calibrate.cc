@@ -135,15 +135,14 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                 opt.test.empty() ? "" : ", and every kernel of the --test traces");
     std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency*",
                 "fitted: median p90", "held out: median p90", "held out, before");
+    auto label = [](const wl::ClassFit& f) { return f.backward ? "attention bwd" : class_label(f.cls); };
     for (const auto& f : cal.kernels) {
       const bool att = f.cls == wl::KernelClass::kAttention;
       char overhead[32];
       std::snprintf(overhead, sizeof overhead, "%.0f keys", f.seq_overhead);  // attention: per sequence
-      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", f.backward ? "attention bwd" : class_label(f.cls),
-                  f.shapes, f.efficiency, att ? overhead : sim::format_duration(f.latency).c_str(),
+      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", label(f), f.shapes, f.efficiency, att ? overhead : sim::format_duration(f.latency).c_str(),
                   stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
-      if (!f.note.empty())
-        std::printf("      %s: %s\n", f.backward ? "attention bwd" : class_label(f.cls), f.note.c_str());
+      if (!f.note.empty()) std::printf("      %s: %s\n", label(f), f.note.c_str());
     }
     bool attention_rows = false;
     for (const auto& f : cal.kernels) attention_rows = attention_rows || (f.cls == wl::KernelClass::kAttention && f.fitted);

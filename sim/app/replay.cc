@@ -49,11 +49,8 @@ traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::Hardwa
   // sequence length), only the efficiencies' ratio.
   set(traces::MeasuredClass::kAttention, tensor_peak(sg) * sp.attention_efficiency,
       tensor_peak(dg) * dp.attention_efficiency, sp.attention_latency, dp.attention_latency);
-  auto bwd = [](const topo::HardwareProfile& p) {
-    return p.attention_backward_efficiency > 0 ? p.attention_backward_efficiency : p.attention_efficiency;
-  };
-  set(traces::MeasuredClass::kAttentionBackward, tensor_peak(sg) * bwd(sp), tensor_peak(dg) * bwd(dp),
-      sp.attention_latency, dp.attention_latency);
+  set(traces::MeasuredClass::kAttentionBackward, tensor_peak(sg) * topo::attention_efficiency(sp, true),
+      tensor_peak(dg) * topo::attention_efficiency(dp, true), sp.attention_latency, dp.attention_latency);
   set(traces::MeasuredClass::kMemoryBound, sg.hbm_bandwidth_Bps * sp.memory_efficiency,
       dg.hbm_bandwidth_Bps * dp.memory_efficiency, sp.kernel_latency, dp.kernel_latency);
   return k;

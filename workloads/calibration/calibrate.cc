@@ -114,6 +114,8 @@ bool fit_line(const std::vector<double>& u, const std::vector<double>& x, const 
   return b > 0;
 }
 
+const char* fit_name(const ClassFit& f) { return f.backward ? "attention backward" : class_name(f.cls); }
+
 double& attention_efficiency_of(topo::HardwareProfile& p, bool backward) {
   return backward ? p.attention_backward_efficiency : p.attention_efficiency;
 }
@@ -139,8 +141,7 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
   ClassFit f;
   f.cls = cls;
   f.backward = backward;
-  f.efficiency = attention && backward && base.attention_backward_efficiency > 0 ? base.attention_backward_efficiency
-                                                                                  : efficiency_of(fitted, cls);
+  f.efficiency = attention ? topo::attention_efficiency(base, backward) : efficiency_of(fitted, cls);
   f.latency = latency_of(fitted, cls);
   if (attention) f.seq_overhead = attention_overhead_of(fitted, backward);
   // Distinct shapes by size; every holdout_every-th is held out.
@@ -453,11 +454,10 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
   };
   for (const ClassFit& f : c.kernels) {
     if (!f.fitted) {
-      line("# %s: not fitted (%s)\n", f.backward ? "attention backward" : class_name(f.cls), f.note.c_str());
+      line("# %s: not fitted (%s)\n", fit_name(f), f.note.c_str());
       continue;
     }
-    line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n",
-         f.backward ? "attention backward" : class_name(f.cls), f.shapes,
+    line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n", fit_name(f), f.shapes,
          errs(f.fit).c_str(), errs(f.held_out).c_str(), errs(f.held_out_before).c_str(), f.note.empty() ? "" : "; ",
          f.note.c_str());
     if (f.cls == KernelClass::kAttention) {
