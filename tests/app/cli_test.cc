@@ -1201,7 +1201,10 @@ TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) 
   // the job's rank count).
   const fs::path d = kSourceDir / "tests" / "data" / "captures" / "h100-sxm";
   auto trace = [&](const char* name) { return (d / name / "rank0.trace.json.gz").string(); };
-  write_text(file("one.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n"
+  // The profile before the fit: FlashAttention-2's single 0.55 for both directions, no overheads
+  // (the H100 entry's own attention defaults come from these very captures).
+  write_text(file("one.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1, profile: {attention_efficiency: 0.55,\n"
+                               "  attention_backward_efficiency: 0, attention_seq_overhead: 0, attention_backward_seq_overhead: 0}}\n"
                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
   CliResult r = run({"calibrate", trace("h1024-l4-b4"), trace("h2048-l4-b2"), trace("h4096-l2-b1"),
                      trace("h4096-l2-b1-s8192"), "--test", trace("h3072-l2-b2"), trace("h8192-l2-b1"), "--cluster",
