@@ -62,6 +62,10 @@ const std::vector<GpuSpec>& gpu_table() {
       // ml-engineering matmul table), the gap being what 2021-era training loses around its GEMMs
       // (unfused kernels, launch gaps), which this model does not resolve kernel by kernel.
       g.gemm_efficiency = 0.66;
+      // Eager PyTorch's unvectorized elementwise kernels are bound by instruction issue (measured on
+      // the H100 SXM: 320 G elements/s, its entry below); scaled by SMs x boost clock, 108 x 1,410
+      // MHz against 132 x 1,980 MHz (NVIDIA A100 and H100 whitepapers): an estimate, not measured.
+      g.unvectorized_elementwise_rate = 320e9 * (108.0 * 1410.0) / (132.0 * 1980.0);
       // NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Ampere one node 87.7 GB/s; NVSwitch gen2: no SHARP.
       g.ll_max_bandwidth_Bps = 87.7 * kGiga;
       g.source = "NVIDIA A100 datasheet; 312 TF BF16 confirmed in PyTorch FSDP paper (arXiv 2304.11277) §5.4";
@@ -93,6 +97,11 @@ const std::vector<GpuSpec>& gpu_table() {
       g.attention_backward_efficiency = 0.52;
       g.attention_seq_overhead = 1600;
       g.attention_backward_seq_overhead = 1400;
+      // Eager PyTorch's unvectorized elementwise kernels (broadcast or strided operands, casting
+      // copies) process 317-327 G elements/s in each eager H100 SXM capture of tests/data/captures
+      // (elements over time of those kernels with at least 4 M elements, PyTorch 2.11), whether they
+      // move 4 or 12 bytes per element: bound by instruction issue, not by the 3.35 TB/s of HBM.
+      g.unvectorized_elementwise_rate = 320e9;
       // Third-generation NVSwitch reduces in the switch (NVLink SHARP; NVIDIA H100 Tensor Core GPU
       // Architecture whitepaper, 2022); NCCL v2.23.4 src/graph/tuning.cc llMaxBws: Hopper 141 GB/s.
       g.nvlink_sharp = true;
@@ -123,6 +132,9 @@ const std::vector<GpuSpec>& gpu_table() {
       g.attention_backward_efficiency = 0.56;
       g.attention_seq_overhead = 1600;
       g.attention_backward_seq_overhead = 1460;
+      // Same SMs and clock as the H100 SXM, whose measured rate this is (topology/catalog.cc, the
+      // h100-sxm entry); the H200 captures, not used for it, show 339-352 G elements/s.
+      g.unvectorized_elementwise_rate = 320e9;
       g.ll_max_bandwidth_Bps = 141 * kGiga;   // NCCL v2.23.4 tuning.cc llMaxBws, Hopper
       g.nvls_channels = 16;                   // NCCL v2.26.2-1 src/transport/nvls.cc, SM90
       g.source = "NVIDIA H200 SXM vendor pages (NVIDIA H200 product page)";

@@ -21,6 +21,8 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   p.attention_backward_efficiency = gpu.attention_backward_efficiency;
   p.attention_seq_overhead = gpu.attention_seq_overhead;
   p.attention_backward_seq_overhead = gpu.attention_backward_seq_overhead;
+  // Eager PyTorch's unvectorized elementwise kernels: the catalog entry's (measured on Hopper).
+  p.unvectorized_elementwise_rate = gpu.unvectorized_elementwise_rate;
   // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies.
   p.memory_efficiency = 0.85;
   // Non-tensor-core math runs at the FP32 vector rate: H100 67 TF FP32 vs 989 TF BF16 tensor
@@ -230,6 +232,12 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   p.kernel_latency = latency("kernel_latency", p.kernel_latency);
   p.kernel_gap = latency("kernel_gap", p.kernel_gap);
   if (p.kernel_gap > sim::Time::sec(1)) m.child("kernel_gap").fail("must be at most 1s per kernel");
+  p.unvectorized_elementwise_rate =
+      m.get_double_in("unvectorized_elementwise_rate", 0.0, 1e15, p.unvectorized_elementwise_rate);
+  if (p.unvectorized_elementwise_rate > 0 && p.unvectorized_elementwise_rate < 1e6)
+    m.child("unvectorized_elementwise_rate")
+        .fail("is elements per second: 0 (not modelled) or at least 1e6, got " +
+              std::to_string(p.unvectorized_elementwise_rate));
   p.host_overhead = latency("host_overhead", p.host_overhead);
   if (p.host_overhead > sim::Time::sec(1)) m.child("host_overhead").fail("must be at most 1s per kernel launch");
   // Fewer than all of them: a communication kernel holding every SM would leave compute none.

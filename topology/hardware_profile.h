@@ -53,6 +53,11 @@ struct HardwareProfile {
   // device-side launch: work distribution, the first block's start): added to every costed
   // kernel, of any class, loading nothing.
   sim::Time kernel_gap = sim::Time::ns(1150);
+  // Elements per second that eager PyTorch's unvectorized elementwise kernels process (ATen's
+  // generic `elementwise_kernel` for broadcast or strided operands, `unrolled_elementwise_kernel`
+  // for dtype-casting copies): they are bound by instruction issue, not by HBM, so they take
+  // max(bytes / HBM rate, elements / this rate). 0: not modelled (bandwidth-bound like the rest).
+  double unvectorized_elementwise_rate = 0;
   // --- links: payload fraction and latency per link kind --------------------------------------
   double scale_up_efficiency = 0.82;
   double nic_efficiency = 0.94;

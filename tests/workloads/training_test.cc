@@ -566,10 +566,13 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   // 67 TFLOP/s of vector math and 3.35 TB/s x 0.85 of HBM). So the eager step is longer by the extra
   // bytes over the HBM rate. Per element of n = tokens x hidden, e = tokens x (q + kv heads) x
   // head_dim, f = tokens x ffn, per logit of l = tokens x vocab, per parameter of P (transformer.cc,
-  // training.h count them): each RMSNorm 36 - 4 = 32 more forward, (76 + 8) - 6 = 78 more backward;
+  // training.h count them): each RMSNorm 36 - 4 = 32 more forward, (80 + 8) - 6 = 82 more backward;
   // RoPE 20 - 4 = 16 more each way; SwiGLU's activation 10 - 6 = 4 forward and 18 - 10 = 8
-  // backward; the loss 14 - 2 = 12 and 22 - 4 = 18; AdamW 80 - 32 = 48. A layer: 2 x 110 n + 32 e +
-  // 12 f; the head: 110 n (final norm) + 30 l.
+  // backward; the loss 14 - 2 = 12 and 22 - 4 = 18; AdamW 80 - 32 = 48; the attention's copies
+  // (q = tokens x 8 x 128 = n query elements, K and V 2 x tokens x 2 x 128 = n / 2) forward the
+  // output's transpose 2 x 2 n and repeat_kv's 2 (n / 2 + 2 n), backward its sums 2 (2 n + n / 2):
+  // 14 n. A layer: 2 x 114 n + 14 n + 32 e + 12 f; the head: 114 n (final norm) + 30 l. The
+  // unvectorized kernels' element rate is off here (its own test below).
   auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
   job.model = find_model_preset("llama3-8b");
   job.model.layers = 2;
@@ -581,17 +584,19 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   job.seq_len = 1024;
   job.optimizer_bytes_per_param = 32;
   job.profile.kernel_gap = sim::Time::zero();
+  job.profile.unvectorized_elementwise_rate = 0;
   auto t = free_network(1);
   const double fused = run_step(job, t).step_time_s;
   job.eager_kernels = true;
   const double eager = run_step(job, t).step_time_s;
   const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, f = tokens * 4096, l = tokens * 32000;
   const double params = static_cast<double>(stage_params_per_rank(job.model, 2, true, true, 1, 1));
-  const double extra = 2 * (220 * n + 32 * e + 12 * f) + 110 * n + 30 * l + 48 * params;
+  const double extra = 2 * (228 * n + 14 * n + 32 * e + 12 * f) + 114 * n + 30 * l + 48 * params;
   EXPECT_NEAR(eager - fused, extra / (3.35e12 * 0.85), 50e-9);  // each op rounded to 1 ns
   // The kernels: with a gap of 1 us each, eager's extra kernels add 1 us apiece. Per layer, each
   // RMSNorm 8 - 1 forward and (13 + 2) - 2 backward (20), RoPE 6 - 1 each way (10), SwiGLU's
-  // activation 1 forward and 2 backward (3): 2 x 20 + 10 + 3 = 53; the head: 20 (final norm) +
+  // activation 1 forward and 2 backward (3), the attention's copies 3 forward and 2 backward (5):
+  // 2 x 20 + 10 + 3 + 5 = 58; the head: 20 (final norm) +
   // 2 + 3 (loss: 3 - 1 forward, 4 - 1 backward); the optimizer 8 passes x ceil(P / (320 x 65,536))
   // launches (PyTorch's multi_tensor_apply), less the fused one.
   job.profile.kernel_gap = sim::Time::us(1);
@@ -599,7 +604,46 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   job.eager_kernels = false;
   const double fused_gap = run_step(job, t).step_time_s;
   const double optimizer_kernels = 8 * std::ceil(params / (320.0 * 65536.0)) - 1;
-  EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 53 + 25 + optimizer_kernels) * 1e-6, 100e-9);
+  EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 58 + 25 + optimizer_kernels) * 1e-6, 100e-9);
+}
+
+TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
+  // The model of the test above, eager, no kernel gap: with an element rate r of 10 G elements/s
+  // every unvectorized pass is bound by its elements (at most 8 bytes per element: 0.1 ns per
+  // element against 8 / (3.35e12 x 0.85) = 2.8 ps), so the step grows by (elements / r - their
+  // bytes / HBM rate). Per layer (n = tokens x hidden, e = RoPE's elements, l = logits; ee = 2):
+  // each RMSNorm forward x.float(), x * r, * weight: 3 n elements, (12 + 3 ee) n = 18 n bytes;
+  // backward g * weight, to FP32, g * r, mean's divide: 4 n, (16 + 3 ee) n = 22 n; RoPE the cast
+  // to FP32 and the complex product (e / 2 complex numbers) each way: 1.5 e and (12 + ee) e = 14 e
+  // per direction; the attention's copies (forward only: the output's transpose n and repeat_kv
+  // 2 n, bytes 2 ee n + ee (n / 2 + 2 n) = 9 n). The head: the final norm and the loss's cast
+  // to FP32 (l elements, (ee + 4) l bytes).
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  job.model = find_model_preset("llama3-8b");
+  job.model.layers = 2;
+  job.model.hidden = 1024;
+  job.model.ffn_hidden = 4096;
+  job.model.heads = 8;
+  job.model.kv_heads = 2;
+  job.model.vocab = 32000;
+  job.seq_len = 1024;
+  job.eager_kernels = true;
+  job.profile.kernel_gap = sim::Time::zero();
+  auto t = free_network(1);
+  job.profile.unvectorized_elementwise_rate = 0;
+  const double bandwidth_only = run_step(job, t).step_time_s;
+  const double r = 10e9;
+  job.profile.unvectorized_elementwise_rate = r;
+  const double element_bound = run_step(job, t).step_time_s;
+  const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, l = tokens * 32000;
+  const double elems = 2 * (2 * 7 * n + 3 * e + 3 * n) + 7 * n + l;
+  const double bytes = 2 * (2 * 40 * n + 28 * e + 9 * n) + 40 * n + 6 * l;
+  EXPECT_NEAR(element_bound - bandwidth_only, elems / r - bytes / (3.35e12 * 0.85), 100e-9);
+  // The catalog's H100 rate is the measured one (320 G elements/s), and the rate never speeds a
+  // kernel up: elements / 320e9 <= bytes / HBM rate nowhere here, so the step grows.
+  job.profile.unvectorized_elementwise_rate = topo::default_profile(topo::find_gpu("h100-sxm")).unvectorized_elementwise_rate;
+  EXPECT_DOUBLE_EQ(job.profile.unvectorized_elementwise_rate, 320e9);
+  EXPECT_GT(run_step(job, t).step_time_s, bandwidth_only);
 }
 
 TEST(TrainingLayout, DefaultOrderKeepsTensorParallelInsideANode) {

@@ -241,9 +241,14 @@ void add_fp8_input_cast(OpCost& op, double elems, bool forward) {
 // (read ee, write 4), pow (4 + 4), mean (4), + eps and rsqrt (per row), x * r (4 + 4), type_as
 // (4 + ee), * weight (ee + ee): 28 + 4 ee. Input gradient, 13 kernels (autograd's backward of each):
 // g * weight (2 ee), to FP32 (ee + 4), g * r (4 + 4), g * x (4 + 4 + 4) and its row sum (4),
-// rsqrt, add and mean backward (per row, 3), pow backward (x^1, x 2, x g: 3 x (4 + 4)), the two
-// paths' sum (4 + 4 + 4), to ee (4 + ee): 68 + 4 ee. Weight gradient, 2 kernels: g * y (3 ee) and
-// its sum over tokens (ee). LayerNorm is one ATen kernel each way (native_layer_norm): as fused.
+// rsqrt and add backward (per row), mean backward (the row gradient expanded and divided: writes
+// 4), pow backward (x^1, x 2, x g: 3 x (4 + 4)), the two paths' sum (4 + 4 + 4), to ee (4 + ee):
+// 72 + 4 ee. Weight gradient, 2 kernels: g * y (3 ee) and its sum over tokens (ee). Unvectorized
+// among them (as the H100 and H200 captures in tests/data/captures run them): forward x.float()
+// (a casting copy), x * r (r broadcast over the row) and * weight (broadcast over the tokens), 3
+// passes and 12 + 3 ee bytes; input gradient g * weight, to FP32, g * r and mean backward's
+// divide (a broadcast operand), 4 passes and 16 + 3 ee bytes. LayerNorm is one ATen kernel each
+// way (native_layer_norm): as fused.
 OpCost norm(const char* name, const ModelSpec& spec, double tokens, double ee, bool eager = false) {
   const bool rms = spec.norm == NormKind::kRmsNorm;
   const double n = tokens * static_cast<double>(spec.hidden);
@@ -260,7 +265,9 @@ OpCost norm(const char* name, const ModelSpec& spec, double tokens, double ee, b
   op.bwd_weight_kernels = 1;
   if (eager && rms) {
     op.fwd_bytes = (28.0 + 4.0 * ee) * n + ee * w;
-    op.bwd_input_bytes = (68.0 + 4.0 * ee) * n + ee * w;
+    op.bwd_input_bytes = (72.0 + 4.0 * ee) * n + ee * w;
+    op.fwd_unvec = {3.0 * n, (12.0 + 3.0 * ee) * n};
+    op.bwd_input_unvec = {4.0 * n, (16.0 + 3.0 * ee) * n};
     op.bwd_weight_bytes = 4.0 * ee * n + ee * w;
     op.fwd_kernels = 8;
     op.bwd_input_kernels = 13;
@@ -482,9 +489,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     if (eager) {
       // torchtitan's apply_rotary_emb, for Q and for K: x.float() (ee + 4), the complex product
       // with freqs_cis (4 + 4), type_as (4 + ee): 3 kernels and 16 + 2 ee bytes per element; the
-      // backward runs the same three in reverse.
+      // backward runs the same three in reverse. Unvectorized: the casting copy to FP32 (one pass)
+      // and the complex product, freqs_cis broadcast over batch and heads (one pass over elems / 2
+      // complex numbers): 12 + ee bytes per element.
       rope.fwd_bytes = rope.bwd_input_bytes = (16.0 + 2.0 * g.ee) * elems;
       rope.fwd_kernels = rope.bwd_input_kernels = 6;
+      rope.fwd_unvec = rope.bwd_input_unvec = {1.5 * elems, (12.0 + g.ee) * elems};
     }
     finish(rope);
     ops.push_back(rope);
@@ -514,6 +524,33 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     }
     finish(at);
     ops.push_back(at);
+  }
+  if (eager) {
+    // The copies torchtitan's attention makes around SDPA (models/llama/model.py): repeat_kv
+    // expands K and V to the query heads and reshapes them (one unvectorized copy each, the
+    // expanded source having a zero stride; its backward sums the copies back, one reduction each),
+    // and the output's transpose(1, 2).contiguous() (one unvectorized copy; its backward is a view:
+    // the fused attention kernel takes the strided gradient, as the captures show).
+    const double q_elems = g.tokens * q_cols;
+    const bool gqa = g.q_heads > g.kv_heads;
+    OpCost cp;
+    cp.name = "attn_copies";
+    cp.cls = OpClass::kElementwise;
+    cp.fwd_bytes = 2.0 * g.ee * q_elems;
+    cp.fwd_unvec = {q_elems, 2.0 * g.ee * q_elems};
+    cp.fwd_kernels = 1;
+    cp.bwd_input_kernels = 0;
+    if (gqa) {
+      const double kv_elems = g.tokens * kv_cols;  // K and V
+      cp.fwd_bytes += g.ee * (kv_elems + 2.0 * q_elems);
+      cp.fwd_unvec.elems += 2.0 * q_elems;
+      cp.fwd_unvec.bytes += g.ee * (kv_elems + 2.0 * q_elems);
+      cp.fwd_kernels += 2;
+      cp.bwd_input_bytes = g.ee * (2.0 * q_elems + kv_elems);
+      cp.bwd_input_kernels = 2;
+    }
+    finish(cp);
+    ops.push_back(cp);
   }
   if (casts) ops.push_back(fp8_casts("attn_out_proj", g.tokens, q_cols, g.hidden, true, options));
   ops.push_back(gemm("attn_out_proj", g.tokens, q_cols, g.hidden, g.eg));
@@ -614,6 +651,7 @@ std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t
     ce.bwd_input_bytes = (20.0 + g.ee) * logits;
     ce.fwd_kernels = 3;
     ce.bwd_input_kernels = 4;
+    ce.fwd_unvec = {logits, (g.ee + 4.0) * logits};  // the casting copy to FP32
   }
   finish(ce);
   ops.push_back(ce);

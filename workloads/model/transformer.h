@@ -165,6 +165,16 @@ struct OpCost {
   int32_t fwd_kernels = 1, bwd_input_kernels = 1, bwd_weight_kernels = 0;
   // A GEMM that runs in BF16 in an FP8 job (the output projection): the BF16 rate, 2-byte operands.
   bool bf16_under_fp8 = false;
+  // The part of each pass's work that eager PyTorch runs through its unvectorized elementwise
+  // kernels (ATen's generic `elementwise_kernel` for broadcast or strided operands,
+  // `unrolled_elementwise_kernel` for dtype-casting copies): their elements, and their HBM bytes
+  // (already among the pass's bytes above). Such kernels issue a fixed number of elements per
+  // second whatever the HBM (HardwareProfile::unvectorized_elementwise_rate); vectorized ones are
+  // bandwidth-bound. 0 for fused kernels.
+  struct Unvectorized {
+    double elems = 0, bytes = 0;
+  };
+  Unvectorized fwd_unvec, bwd_input_unvec, bwd_weight_unvec;
 };
 
 struct OpOptions {
@@ -191,8 +201,9 @@ struct OpOptions {
   bool fp8_weight_recast_backward = false;
 };
 
-// One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, attn_out_proj,
-// attn_residual, mlp_norm, mlp_gate (SwiGLU only), mlp_up, mlp_act, mlp_down, mlp_residual.
+// One transformer block, forward order: attn_norm, qkv_proj, [rope], attention, [attn_copies
+// (eager only)], attn_out_proj, attn_residual, mlp_norm, mlp_gate (SwiGLU only), mlp_up, mlp_act,
+// mlp_down, mlp_residual.
 // Dropout is not modelled (Llama 3 trains without it; Megatron fuses it into the bias adds).
 std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                               const ParallelShape& shape, Precision precision,

@@ -1017,8 +1017,16 @@ ProfileKernelCoster::Sums ProfileKernelCoster::term(const CostTerm& t) const {
     s.sm_s = t.flops[0] / (rate * t.wave[0]);
     if (t.flops[1] != 0) s.sm_s += t.flops[1] / (rate * t.wave[1]);
   }
-  s.hbm_s = t.bytes / (hbm_ * profile_.memory_efficiency);
-  s.seconds = static_cast<double>(t.kernels) * latency_s(t.cls) + std::max(s.sm_s, s.hbm_s);
+  const double hbm_rate = hbm_ * profile_.memory_efficiency;
+  s.hbm_s = t.bytes / hbm_rate;
+  double memory_s = s.hbm_s;
+  const double unvec_rate = profile_.unvectorized_elementwise_rate;
+  if (t.unvec_elems > 0 && unvec_rate > 0) {
+    // The unvectorized kernels take the longer of their bytes' time and their elements' issue time;
+    // the term's other kernels their bytes' time.
+    memory_s = (t.bytes - t.unvec_bytes) / hbm_rate + std::max(t.unvec_bytes / hbm_rate, t.unvec_elems / unvec_rate);
+  }
+  s.seconds = static_cast<double>(t.kernels) * latency_s(t.cls) + std::max(s.sm_s, memory_s);
   return s;
 }
 
@@ -1040,7 +1048,8 @@ void ProfileKernelCoster::kernel_seconds(const Program& p, const Op& op, std::ve
   }
   out.clear();
   for (const CostTerm& t : p.cost_terms(op.index)) {
-    const uint32_t k = std::max<uint32_t>(1, t.kernels);
+    if (t.kernels == 0) continue;  // launches nothing
+    const uint32_t k = t.kernels;
     out.insert(out.end(), k, term(t).seconds / k);
   }
 }

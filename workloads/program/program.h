@@ -64,8 +64,12 @@ struct CostTerm {
   double wave[2] = {1, 1};
   double bytes = 0;
   // GPU kernels the term stands for (an unfused op is several): each pays the profile's per-kernel
-  // latency and gap, and the host launches each (equal shares of the term's time).
+  // latency and gap, and the host launches each (equal shares of the term's time). 0: the term
+  // launches nothing (no FLOPs, no bytes).
   uint32_t kernels = 1;
+  // Of `bytes`, those moved by unvectorized elementwise kernels, and their elements: these run at
+  // the profile's unvectorized_elementwise_rate where it is set (wl::OpCost::Unvectorized).
+  double unvec_elems = 0, unvec_bytes = 0;
 };
 
 // Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication

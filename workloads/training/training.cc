@@ -172,7 +172,24 @@ class Coster {
         o.cls == OpClass::kAttention)
       kernels += o.fwd_kernels;
     CostTerm t;
-    t.kernels = static_cast<uint32_t>(std::max(1, kernels));
+    // A part with no work and no kernels (an elementwise op's weight gradient, the embedding's
+    // input gradient) launches nothing; one with work launches at least one kernel.
+    t.kernels = kernels <= 0 && f == 0 && b == 0 ? 0u : static_cast<uint32_t>(std::max(1, kernels));
+    const OpCost::Unvectorized* unvec = nullptr;
+    switch (part) {
+      case PassPart::kFwd:
+      case PassPart::kRecompute: unvec = &o.fwd_unvec; break;
+      case PassPart::kBwdInput: unvec = &o.bwd_input_unvec; break;
+      case PassPart::kBwdWeight: unvec = &o.bwd_weight_unvec; break;
+      case PassPart::kBwd: break;
+    }
+    if (unvec != nullptr) {
+      t.unvec_elems = unvec->elems;
+      t.unvec_bytes = unvec->bytes;
+    } else {
+      t.unvec_elems = o.bwd_input_unvec.elems + o.bwd_weight_unvec.elems;
+      t.unvec_bytes = o.bwd_input_unvec.bytes + o.bwd_weight_unvec.bytes;
+    }
     t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
             : o.cls == OpClass::kAttention ? KernelClass::kAttention
                                            : KernelClass::kVector;
