@@ -125,6 +125,25 @@ TEST(ModelMemory, Llama8bPerTensorByHand) {
   // Head: final-norm input + LM-head input 2 * 8192*4096*2 = 134,217,728, plus fp32 logits
   // 8192 * 128,256 * 4 = 4,202,692,608 -> 4,336,910,336.
   EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16), 4336910336.0);
+  // Eager log_softmax + nll_loss: at the loss's backward two more fp32 logit-sized tensors live
+  // beside the saved output: 134,217,728 + 3 x 4,202,692,608 = 12,742,295,552.
+  EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16, true), 12742295552.0);
+}
+
+// torchtitan's op-level selective checkpointing on the same layer keeps, per token: the block
+// input 4096 x 2 = 8,192; SDPA's output 4096 x 2 = 8,192 and its fp32 log-sum-exp 32 x 4 = 128;
+// the odd-numbered aten.mm outputs of wq, wk, wv, wo, w1, w3, w2: wq 4096 x 2 = 8,192, wv 8 x 128
+// x 2 = 2,048, w1 14336 x 2 = 28,672, w2 4096 x 2 = 8,192. 63,616 bytes/token: 8192 x 63,616 =
+// 521,142,272. FP8 linears call _scaled_mm, not in the save list: 16,512 x 8192 = 135,266,304.
+TEST(ModelMemory, TorchtitanOpSelectiveCheckpointingByHand) {
+  const ModelSpec m = find_model_preset("llama3-8b");
+  ActivationOptions o;
+  o.recompute = Recompute::kSelectiveOp;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 521142272.0);
+  o.precision = Precision::kFp8;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 135266304.0);
+  o.flash_attention = false;
+  EXPECT_THROW(activation_bytes_per_layer(m, 1, 8192, {}, o), sim::ConfigError);
 }
 
 // 1F1B keeps min(p - stage, m) micro-batches in flight (Megatron SC'21 §2.2).

@@ -32,6 +32,31 @@ std::vector<OpCost> all_ops(const ModelSpec& m, int64_t b, int64_t s, const Para
   return v;
 }
 
+// torchtitan's op-level selective checkpointing recomputes, on a Llama 3 8B block (b = 1, s = 8192):
+// every op but the attention core, and of the aten.mm calls wq, wk, wv, wo, w1, w3, w2 the
+// even-numbered wk, wo and w3. GEMM FLOPs: wk 2 x 8192 x 4096 x 1024 = 68,719,476,736; wo
+// 2 x 8192 x 4096 x 4096 = 274,877,906,944; w3 2 x 8192 x 4096 x 14336 = 962,072,674,304. In FP8
+// all seven linears (torch._scaled_mm is not in the save list): qkv 2 x 8192 x 4096 x 6144 =
+// 412,316,860,416, wo, and w1, w3, w2 3 x 962,072,674,304.
+TEST(ModelOps, TorchtitanOpSelectiveRecomputeByHand) {
+  const ModelSpec m = find_model_preset("llama3-8b");
+  auto gemm_flops = [](const std::vector<OpCost>& ops) {
+    double f = 0;
+    for (const auto& o : ops)
+      if (o.cls == OpClass::kGemm) f += o.fwd_flops;
+    return f;
+  };
+  auto ops = op_sac_recompute_ops(m, 1, 8192, {}, Precision::kBf16);
+  std::vector<std::string> names;
+  for (const auto& o : ops) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"attn_norm", "k_proj", "rope", "attn_out_proj", "attn_residual", "mlp_norm",
+                                             "mlp_up", "mlp_act", "mlp_residual"}));
+  EXPECT_DOUBLE_EQ(gemm_flops(ops), 68719476736.0 + 274877906944.0 + 962072674304.0);
+  auto fp8 = op_sac_recompute_ops(m, 1, 8192, {}, Precision::kFp8);
+  EXPECT_DOUBLE_EQ(gemm_flops(fp8), 412316860416.0 + 274877906944.0 + 3 * 962072674304.0);
+  for (const auto& o : fp8) EXPECT_NE(o.cls, OpClass::kAttention);
+}
+
 TEST(ModelPresets, NamesAndLookup) {
   const auto names = model_preset_names();
   // 3 Llama 3 + GPT-3 + 10 Megatron Table 1 rows.

@@ -905,6 +905,11 @@ TEST(TrainingRecompute, SelectiveAndFullAddKorthikantisFlops) {
   const double full = matmul_flops(j);
   EXPECT_NEAR(selective - none, 536870912.0, 1.0);
   EXPECT_NEAR(full - none, 13421772800.0, 1.0);
+  // torchtitan's op-level selective checkpointing saves SDPA's output and every odd-numbered mm of
+  // wq, wk, wv, wo, up, down, and re-runs wk, wo and down: 2 x 512 x 1024 x 1024 twice plus
+  // 2 x 512 x 4096 x 1024 = 2 x 1,073,741,824 + 4,294,967,296 = 6,442,450,944; no attention.
+  j.recompute = Recompute::kSelectiveOp;
+  EXPECT_NEAR(matmul_flops(j) - none, 6442450944.0, 1.0);
   // Activation memory per layer (Korthikanti Table 2, no TP): none and selective drop the 5as/h
   // score term (FlashAttention already keeps no s x s tensor), full keeps only the layer input:
   // none = selective = 34 s b h = 34 x 512 x 1024 (dropout on, Korthikanti's accounting); full = 2 s b h.

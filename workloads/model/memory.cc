@@ -53,6 +53,8 @@ double korthikanti_activation_bytes_per_layer(double s, double b, double h, doub
       const double sc = flash_attention ? 0.0 : scores;
       return sequence_parallel ? sbh * (34.0 + sc) / t : sbh * (10.0 + 24.0 / t + sc / t);
     }
+    case Recompute::kSelectiveOp:
+      throw sim::ConfigError("Korthikanti's closed forms have no op-level selective recomputation (selective-op)");
   }
   return 0.0;
 }
@@ -81,6 +83,25 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
   // TP-sharded: Q, K, V, attention output; MLP intermediates.
   double sharded = n * (2.0 * q_cols + kv_cols) * e;
   sharded += n * ffn * e * (spec.mlp == MlpKind::kSwiGlu ? 3.0 : 2.0);
+  if (opt.recompute == Recompute::kSelectiveOp) {
+    // torchtitan's op-level selective checkpointing keeps the block's input, the SDPA output and
+    // its FP32 log-sum-exp per query head, and the outputs of the odd-numbered aten.mm calls in
+    // forward order (wq, wk, wv, wo, w1, w3, w2 for SwiGLU: wq, wv, w1, w2; with a GELU MLP wq, wv,
+    // up). FP8 linear layers call torch._scaled_mm, not in the save list: none kept.
+    const double heads = static_cast<double>(local_q_heads(spec, shape.tp));
+    double kept = n * h * e / seq_shard + n * q_cols * e + 4.0 * n * heads;
+    if (!opt.flash_attention) {
+      std::ostringstream os;
+      os << "recompute: selective-op keeps the fused attention kernel's output (torchtitan's save list); "
+            "it needs flash_attention: true";
+      throw sim::ConfigError(os.str());
+    }
+    if (opt.precision != Precision::kFp8) {
+      kept += n * (q_cols + kv_cols / 2.0) * e;                        // wq, wv
+      kept += n * (spec.mlp == MlpKind::kSwiGlu ? ffn + h : ffn) * e;  // w1 and w2, or up
+    }
+    return kept;
+  }
   if (!opt.flash_attention && opt.recompute == Recompute::kNone) {
     // s x s per local query head: softmax output, and with dropout its mask and output.
     const double scores = n * static_cast<double>(seq_len) * static_cast<double>(local_q_heads(spec, shape.tp));
@@ -90,7 +111,7 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
 }
 
 double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision) {
+                             const ParallelShape& shape, Precision precision, bool eager_loss) {
   (void)head_ops(spec, micro_batch, seq_len, shape, precision);  // validation
   const double e = static_cast<double>(elementwise_bytes(precision));
   const bool sp = shape.sequence_parallel && shape.tp > 1;
@@ -98,7 +119,7 @@ double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t
   const double h = static_cast<double>(spec.hidden);
   const double seq_shard = sp ? static_cast<double>(shape.tp) : 1.0;
   const double logits = n * static_cast<double>(local_vocab(spec, shape.tp)) * 4.0;
-  return 2.0 * n * h * e / seq_shard + logits;
+  return 2.0 * n * h * e / seq_shard + logits * (eager_loss ? 3.0 : 1.0);
 }
 
 int64_t inflight_microbatches_1f1b(int64_t pp, int64_t stage, int64_t microbatches) {

@@ -54,9 +54,17 @@ MemoryBreakdown stage_model_state_memory(const ModelSpec& spec, int64_t stage, i
                                          PipelineSplit split = PipelineSplit::kEven,
                                          const AdamBytes& adam = {});
 
-enum class Recompute { kNone, kSelective, kFull };
-inline constexpr sim::EnumNames<Recompute, 3> kRecomputeNames{{{
-    {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}}};
+// kSelective: Korthikanti et al.'s selective recomputation (the attention core). kSelectiveOp:
+// torchtitan's op-level selective activation checkpointing (`selective_ac_option = "op"`,
+// torchtitan/models/llama/parallelize_llama.py, `_apply_ac_to_transformer_block`): each block
+// keeps its input and the outputs of the ops in torchtitan's save list (aten.mm, except every
+// second one, the SDPA kernels, aten.max), recomputes everything else before its backward
+// (wl::op_sac_recompute_ops). kFull: every block recomputed from its input.
+enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
+inline constexpr sim::EnumNames<Recompute, 4> kRecomputeNames{{{{Recompute::kNone, "none"},
+                                                                {Recompute::kSelective, "selective"},
+                                                                {Recompute::kFull, "full"},
+                                                                {Recompute::kSelectiveOp, "selective-op"}}}};
 
 // Korthikanti's closed forms for the GPT block (MHA, GELU 4h MLP, dropout, 16-bit activations),
 // bytes per layer per micro-batch on one rank (s sequence, b micro-batch, h hidden, a heads,
@@ -91,9 +99,11 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
 
 // Last stage extras per micro-batch: final-norm input, LM-head input (both / tp with SP) and the
 // fp32 logits kept for the cross-entropy backward (b*(s/cp)*ceil(V/tp)*4) -- large for a 128K
-// vocabulary.
+// vocabulary. `eager_loss`: the loss runs as eager PyTorch's log_softmax and nll_loss, whose
+// backward holds two more fp32 logit-sized tensors beside the saved log-softmax output at its
+// peak (nll_loss's zero-filled gradient, and log_softmax's gradient written to a new tensor).
 double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision);
+                             const ParallelShape& shape, Precision precision, bool eager_loss = false);
 
 // Micro-batches whose activations stage `stage` holds at peak under 1F1B: min(pp - stage, m)
 // (Megatron SC'21 §2.2); under GPipe all m.

@@ -601,6 +601,28 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
   return ops;
 }
 
+std::vector<OpCost> op_sac_recompute_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
+                                         const ParallelShape& shape, Precision precision,
+                                         const OpOptions& options) {
+  const Geometry g = geometry(spec, micro_batch, seq_len, shape, precision);
+  std::vector<OpCost> out;
+  int mm = 0;  // aten.mm calls so far in the block's forward; the even-numbered are recomputed
+  for (const OpCost& o : layer_ops(spec, micro_batch, seq_len, shape, precision, options)) {
+    if (o.cls == OpClass::kAttention) continue;  // SDPA's output is saved
+    if (o.cls != OpClass::kGemm || precision == Precision::kFp8) {
+      out.push_back(o);
+      continue;
+    }
+    if (o.name == "qkv_proj") {  // wq (saved), wk (recomputed), wv (saved)
+      mm += 3;
+      out.push_back(gemm("k_proj", g.tokens, g.hidden, g.kv_heads * g.head_dim, g.eg));
+      continue;
+    }
+    if (++mm % 2 == 0) out.push_back(o);
+  }
+  return out;
+}
+
 std::vector<OpCost> embedding_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                                   const ParallelShape& shape, Precision precision) {
   validate_run(spec, micro_batch, seq_len, shape);

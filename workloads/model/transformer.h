@@ -208,6 +208,14 @@ struct OpOptions {
 std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                               const ParallelShape& shape, Precision precision,
                               const OpOptions& options = {});
+// What torchtitan's op-level selective activation checkpointing (Recompute::kSelectiveOp)
+// recomputes of one block before its backward, in forward order: every op but the attention core
+// and the outputs of the odd-numbered aten.mm calls in the forward (wq, wk, wv, wo, w1, w3, w2:
+// wk, wo and w3 are recomputed; the wk part of the fused qkv_proj is the op "k_proj"). FP8 linear
+// layers call torch._scaled_mm, which the save list leaves out: all of them are recomputed.
+std::vector<OpCost> op_sac_recompute_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
+                                         const ParallelShape& shape, Precision precision,
+                                         const OpOptions& options = {});
 // The ops in the order their backward runs: reversed, except that an FP8 GEMM's cast op
 // ("<gemm>_fp8_cast") stays just before its GEMM (its backward casts feed the GEMM's).
 std::vector<OpCost> backward_order(std::vector<OpCost> ops);

@@ -45,6 +45,9 @@ void TrainingJob::validate() const {
   local_q_heads(model, tp);
   local_kv_heads(model, tp);
   if (peak_flops() <= 0) err("the accelerator " + gpu.name + " has no peak rate for this precision");
+  if (recompute == Recompute::kSelectiveOp && !flash_attention)
+    err("recompute: selective-op keeps the fused attention kernel's output (torchtitan's save list) and needs "
+        "flash_attention: true");
 }
 
 namespace {
@@ -94,6 +97,7 @@ class Coster {
     double kv = static_cast<double>(local_kv_heads(m, shape.tp)) * hd;
     h_ = static_cast<double>(m.hidden);
     qkv_n_ = q + 2 * kv;
+    k_n_ = kv;
     attn_k_ = q;
     ffn_ = static_cast<double>(m.ffn_hidden) / static_cast<double>(shape.tp);
     vocab_ = static_cast<double>(local_vocab(m, shape.tp));
@@ -104,6 +108,7 @@ class Coster {
     g.tokens = tokens_;
     g.known = true;
     if (o.name == "qkv_proj") g.n = qkv_n_, g.k = h_;
+    else if (o.name == "k_proj") g.n = k_n_, g.k = h_;
     else if (o.name == "attn_out_proj") g.n = h_, g.k = attn_k_;
     else if (o.name == "mlp_gate" || o.name == "mlp_up") g.n = ffn_, g.k = h_;
     else if (o.name == "mlp_down") g.n = h_, g.k = ffn_;
@@ -234,7 +239,7 @@ class Coster {
  private:
   const TrainingJob& job_;
   ProfileKernelCoster profile_;
-  double tokens_ = 0, keys_ = 0, h_ = 0, qkv_n_ = 0, attn_k_ = 0, ffn_ = 0, vocab_ = 0;
+  double tokens_ = 0, keys_ = 0, h_ = 0, qkv_n_ = 0, k_n_ = 0, attn_k_ = 0, ffn_ = 0, vocab_ = 0;
 };
 
 CollectiveOp to_coll(CollectiveKind k) {
@@ -313,12 +318,14 @@ struct PassRecipes {
   Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
 };
 
+// `recompute_ops`: what a recomputation re-runs (null: every forward op, full recomputation).
 PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
-                              bool tp_overlap) {
+                              bool tp_overlap, const std::vector<OpCost>* recompute_ops = nullptr) {
   PassRecipes p;
   auto rev = backward_order(ops);
   p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true, tp_overlap);
-  p.recompute = make_recipe(ops, comm, Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
+  p.recompute = make_recipe(recompute_ops != nullptr ? *recompute_ops : ops, comm, Pass::kForward, PassPart::kRecompute,
+                            coster, "recompute", true, tp_overlap);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);
   p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
   p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false, false);
@@ -468,7 +475,7 @@ class StageBuilder {
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
       dp_->before_layer(mb, chunk, n - 1 - i, layer_first, Pass::kBackward);
-      if (job_.recompute == Recompute::kFull)
+      if (job_.recomputes_layers())
         layer_first[n - 1 - i] =
             emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
       int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l),
@@ -637,7 +644,11 @@ TrainingPlan build_training(const TrainingJob& job) {
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
   auto lcomm = layer_comm(job.model, b, s, shape, job.precision, oo);
-  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap);
+  std::vector<OpCost> sac_ops;
+  if (job.recompute == Recompute::kSelectiveOp)
+    sac_ops = op_sac_recompute_ops(job.model, b, s, shape, job.precision, oo);
+  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap,
+                                        job.recompute == Recompute::kSelectiveOp ? &sac_ops : nullptr);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
                                         embedding_comm(job.model, b, s, shape, job.precision), coster, false);
   PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision, oo),
@@ -667,7 +678,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
   double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
-  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision);
+  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.eager_kernels);
   int zero = job.data_parallel == DataParallel::kDdp ? 0
              : job.data_parallel == DataParallel::kZero1 ? 1
              : job.data_parallel == DataParallel::kZero2 ? 2
@@ -717,7 +728,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     // the accumulators go (torchtitan zeroes gradients with set_to_none): the larger of the two.
     if (job.fsdp_defers_grad_sync()) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
     mem.bytes.activations = mem.in_flight_chunks * act_chunk + (has_head ? act_head : 0);
-    if (job.recompute == Recompute::kFull) mem.bytes.activations += act_layer_full;  // the layer being recomputed
+    if (job.recomputes_layers()) mem.bytes.activations += act_layer_full;  // the layer being recomputed
     if (job.data_parallel == DataParallel::kFsdp) {
       // Gathered parameters: the layers in flight (and the head, kept between its forward and
       // backward unless the policy is "always"), or all of the stage's where they stay gathered

@@ -54,6 +54,10 @@ struct TrainingJob {
   int64_t micro_batch = 1;   // sequences per micro-batch
   Precision precision = Precision::kBf16;
   Recompute recompute = Recompute::kNone;
+  // Whether each layer's backward is preceded by a recomputation pass of its own (full, or
+  // torchtitan's op-level selective; Korthikanti's selective re-runs the attention core inside
+  // the backward).
+  bool recomputes_layers() const { return recompute == Recompute::kFull || recompute == Recompute::kSelectiveOp; }
   bool flash_attention = true;
   // Parallelism. dp is the (shard) data-parallel size, dp_outer the HSDP replicate size.
   int64_t tp = 1, cp = 1, pp = 1, dp = 1, dp_outer = 1;
