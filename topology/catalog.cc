@@ -55,6 +55,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.hbm_capacity_bytes = 81920ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 2039 * kGiga;                 // 2,039 GB/s, datasheet [R]
       g.sm_count = 108;                                   // [R]
+      g.l2_bytes = 40ull << 20;                           // 40 MB L2 (NVIDIA A100 whitepaper)
       g.scale_up_bandwidth_Bps = 300 * kGiga;  // NVLink 3: 600 GB/s total bidirectional = 300 per direction [R]
       g.power_W = 400;                         // [R]
       // FIT: one number for all ten rows of Megatron-LM SC'21 Table 1 (clustersim validate), on top
@@ -84,6 +85,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.hbm_capacity_bytes = 81559ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 3350 * kGiga;                 // 3.35 TB/s [V2]
       g.sm_count = 132;                                   // 132 SMs [V2]
+      g.l2_bytes = 50ull << 20;                           // 50 MB L2 (NVIDIA H100 whitepaper)
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4: 900 GB/s total over 18 links = 450 per direction [V2]
       g.power_W = 700;                         // [V2]; Llama 3 §3.3.1 "H100 ... 700W" [V]
       // A plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
@@ -123,6 +125,7 @@ const std::vector<GpuSpec>& gpu_table() {
       g.hbm_capacity_bytes = 143771ull * 1024 * 1024;
       g.hbm_bandwidth_Bps = 4800 * kGiga;                  // 4.8 TB/s [V2]
       g.sm_count = 132;                                    // [V2]
+      g.l2_bytes = 50ull << 20;                            // the H100's die: 50 MB L2
       g.scale_up_bandwidth_Bps = 450 * kGiga;  // NVLink 4, 900 GB/s total = 450 per direction [V2]
       g.power_W = 700;                         // [V2]
       g.nvlink_sharp = true;                  // as H100 (same NVSwitch generation)

@@ -32,6 +32,9 @@ struct GpuSpec {
   uint64_t hbm_capacity_bytes = 0;
   double hbm_bandwidth_Bps = 0;
   uint32_t sm_count = 0;  // GPUs: streaming multiprocessors; TPUs: TensorCores per chip
+  // GPUs: the L2 cache; a kernel whose traffic fits in it is served from it rather than from HBM
+  // (calibration fits the HBM efficiency on larger ones). 0: unknown.
+  uint64_t l2_bytes = 0;
   // Scale-up fabric per accelerator per direction: NVLink for GPUs, sum over ICI links for TPUs.
   double scale_up_bandwidth_Bps = 0;
   // TPUs only: inter-chip interconnect links per chip and per-link per-direction bandwidth.

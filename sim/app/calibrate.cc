@@ -135,12 +135,17 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                 opt.test.empty() ? "" : ", and every kernel of the --test traces");
     std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency*",
                 "fitted: median p90", "held out: median p90", "held out, before");
-    auto label = [](const wl::ClassFit& f) { return f.backward ? "attention bwd" : class_label(f.cls); };
+    auto label = [](const wl::ClassFit& f) {
+      return f.backward ? "attention bwd" : f.unvectorized ? "unvectorized" : class_label(f.cls);
+    };
     for (const auto& f : cal.kernels) {
       const bool att = f.cls == wl::KernelClass::kAttention;
-      char overhead[32];
+      char overhead[32], eff[32];
       std::snprintf(overhead, sizeof overhead, "%.0f keys", f.seq_overhead);  // attention: per sequence
-      std::printf("  %-13s %7zu %10.4f %10s   %-22s %-22s %-22s\n", label(f), f.shapes, f.efficiency, att ? overhead : sim::format_duration(f.latency).c_str(),
+      // Unvectorized kernels: their rate in G elements per second (its latency is the memory class's).
+      if (f.unvectorized) std::snprintf(eff, sizeof eff, "%.0f G/s", f.efficiency * 1e-9);
+      else std::snprintf(eff, sizeof eff, "%.4f", f.efficiency);
+      std::printf("  %-13s %7zu %10s %10s   %-22s %-22s %-22s\n", label(f), f.shapes, eff, att ? overhead : sim::format_duration(f.latency).c_str(),
                   stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
       if (!f.note.empty()) std::printf("      %s: %s\n", label(f), f.note.c_str());
     }
@@ -177,10 +182,13 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const auto& f : cal.kernels) {
       nlohmann::ordered_json e;
-      e["class"] = f.backward ? std::string("attention backward") : std::string(class_label(f.cls));
+      e["class"] = f.backward ? std::string("attention backward")
+                   : f.unvectorized ? std::string("unvectorized elementwise")
+                                    : std::string(class_label(f.cls));
       e["fitted"] = f.fitted;
       e["shapes"] = f.shapes;
-      e["efficiency"] = f.efficiency;
+      if (f.unvectorized) e["rate_elements_per_s"] = f.efficiency;
+      else e["efficiency"] = f.efficiency;
       e["latency_s"] = f.latency.seconds();
       if (f.cls == wl::KernelClass::kAttention) e["seq_overhead_keys"] = f.seq_overhead;
       e["fit"] = stats_json(f.fit);

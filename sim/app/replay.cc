@@ -53,6 +53,13 @@ traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::Hardwa
       tensor_peak(dg) * topo::attention_efficiency(dp, true), sp.attention_latency, dp.attention_latency);
   set(traces::MeasuredClass::kMemoryBound, sg.hbm_bandwidth_Bps * sp.memory_efficiency,
       dg.hbm_bandwidth_Bps * dp.memory_efficiency, sp.kernel_latency, dp.kernel_latency);
+  // Unvectorized elementwise kernels at their element rates where both profiles have one, else as
+  // the memory-bound ones.
+  const bool rates = sp.unvectorized_elementwise_rate > 0 && dp.unvectorized_elementwise_rate > 0;
+  set(traces::MeasuredClass::kUnvectorized,
+      rates ? sp.unvectorized_elementwise_rate : sg.hbm_bandwidth_Bps * sp.memory_efficiency,
+      rates ? dp.unvectorized_elementwise_rate : dg.hbm_bandwidth_Bps * dp.memory_efficiency, sp.kernel_latency,
+      dp.kernel_latency);
   return k;
 }
 

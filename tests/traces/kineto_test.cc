@@ -245,6 +245,14 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
             MeasuredClass::kAttentionBackward);
   EXPECT_EQ(kernel_class_by_name("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), MeasuredClass::kAttentionBackward);
   EXPECT_EQ(kernel_class_by_name("void at::native::vectorized_elementwise_kernel<4>"), MeasuredClass::kMemoryBound);
+  // PyTorch's generic (broadcast, strided) and casting elementwise kernels: their own class.
+  EXPECT_EQ(kernel_class_by_name("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+                                 "at::native::BinaryFunctor<c10::BFloat16> > >(int, ...)"),
+            MeasuredClass::kUnvectorized);
+  EXPECT_EQ(kernel_class_by_name("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda"
+                                 "(at::TensorIteratorBase&)::{lambda()#3}, std::array<char*, 2ul>, 4>(int, ...)"),
+            MeasuredClass::kUnvectorized);
+  EXPECT_EQ(kernel_class_by_name("void at::native::reduce_kernel<512, 1>"), MeasuredClass::kMemoryBound);
   // One rank: a tensor GEMM of 100 us, then 20 us idle, then an elementwise kernel of 10 us.
   KinetoRank r;
   r.file = "hand-made";

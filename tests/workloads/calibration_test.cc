@@ -37,16 +37,30 @@ KernelSample memory(double bytes, double eff, double lat) {
   return s;
 }
 
+// One of PyTorch's unvectorized elementwise kernels over `elems` elements (6 bytes each, bf16 read
+// twice and written once) at `rate` elements per second plus `lat`: element-bound, since 6 bytes
+// at 3.35 TB/s x 0.8 take 2.2 ps against 4 ps per element at 250 G/s.
+KernelSample unvectorized(double elems, double rate, double lat) {
+  KernelSample s;
+  s.cls = KernelClass::kMemory;
+  s.elements = elems;
+  s.bytes = 6 * elems;
+  s.seconds = lat + elems / rate;
+  s.shape = "unvectorized " + std::to_string(elems);
+  return s;
+}
+
 TEST(Calibration, RecoversTheEfficiencyAndLatencyTheSamplesWereMadeWith) {
   std::vector<KernelSample> samples;
   for (double n = 256; n <= 16384; n *= 2) samples.push_back(gemm(4096, n, 4096, 0.62, 4e-6));
   for (double b = 4096; b <= 1e9; b *= 4) samples.push_back(memory(b, 0.8, 2e-6));
+  for (double e = 1 << 16; e <= 1 << 28; e *= 4) samples.push_back(unvectorized(e, 250e9, 2e-6));
   CalibrationOptions opt;
   opt.holdout_every = 3;
   topo::HardwareProfile base = topo::default_profile(kH100);
   base.gemm_wave_quantization = false;
   Calibration c = calibrate_kernels(samples, kH100, base, opt);
-  ASSERT_EQ(c.kernels.size(), 4u);  // GEMM, attention forward and backward, memory-bound
+  ASSERT_EQ(c.kernels.size(), 5u);  // GEMM, attention forward and backward, memory-bound, unvectorized
   const ClassFit& g = c.kernels[0];
   ASSERT_TRUE(g.fitted);
   EXPECT_NEAR(g.efficiency, 0.62, 1e-9);
@@ -68,6 +82,17 @@ TEST(Calibration, RecoversTheEfficiencyAndLatencyTheSamplesWereMadeWith) {
   EXPECT_FALSE(c.kernels[2].fitted);
   EXPECT_NE(c.kernels[2].note.find("no measured backward attention"), std::string::npos);
   EXPECT_EQ(c.profile.attention_efficiency, base.attention_efficiency);
+  // The unvectorized kernels: their own rate (the memory class's latency kept), which the memory
+  // class's fit above does not see.
+  const ClassFit& u = c.kernels[4];
+  ASSERT_TRUE(u.fitted);
+  EXPECT_TRUE(u.unvectorized);
+  EXPECT_NEAR(u.efficiency / 250e9, 1.0, 1e-9);
+  EXPECT_NEAR(c.profile.unvectorized_elementwise_rate / 250e9, 1.0, 1e-9);
+  EXPECT_EQ(u.shapes, 7u);
+  EXPECT_LT(u.held_out.median, 1e-9);
+  const KernelSample k = unvectorized(1e8, 250e9, 2e-6);
+  EXPECT_NEAR(predict_seconds(k, kH100, c.profile) / k.seconds, 1.0, 1e-9);
 }
 
 // A fused attention kernel of batch b, h heads of 128, s keys, causal: 4 b h s^2 128 / 2 FLOPs
@@ -97,7 +122,7 @@ TEST(Calibration, AttentionIsFittedPerDirectionWithItsSequenceOverhead) {
   CalibrationOptions opt;
   opt.holdout_every = 4;
   Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
-  ASSERT_EQ(c.kernels.size(), 4u);
+  ASSERT_EQ(c.kernels.size(), 5u);
   const ClassFit& f = c.kernels[1];
   const ClassFit& b = c.kernels[2];
   ASSERT_TRUE(f.fitted);
@@ -154,10 +179,29 @@ TEST(Calibration, TestSourcesAreOnlyTested) {
   CalibrationOptions opt;
   opt.holdout_every = 0;
   opt.test_sources = {1};
-  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  topo::GpuSpec gpu = kH100;
+  gpu.l2_bytes = 0;  // every size fitted (the L2 rule has its own test)
+  Calibration c = calibrate_kernels(samples, gpu, topo::default_profile(kH100), opt);
   EXPECT_EQ(c.kernels[3].fit.n, 10u);  // 1e6 .. 512e6
   EXPECT_EQ(c.kernels[3].held_out.n, 10u);  // 3e6 .. 1536e6
   EXPECT_NEAR(c.kernels[3].efficiency, 0.7, 1e-9);
+}
+
+// Memory-bound kernels that move no more than the L2 cache (50 MiB on an H100) run from it: made
+// here at 1.3x the HBM bandwidth, those above at 0.8 of it. The fit must see only the latter and
+// give 0.8 back exactly, saying why the others were left out.
+TEST(Calibration, MemoryKernelsInsideTheL2AreLeftOutOfTheHbmFit) {
+  std::vector<KernelSample> samples;
+  for (double b = 1e6; b <= 50e6; b *= 2) samples.push_back(memory(b, 1.3, 1e-6));
+  for (double b = 64e6; b <= 8e9; b *= 2) samples.push_back(memory(b, 0.8, 1e-6));
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  const ClassFit& m = c.kernels[3];
+  ASSERT_TRUE(m.fitted);
+  EXPECT_NEAR(m.efficiency, 0.8, 1e-9);
+  EXPECT_EQ(m.fit.n, 7u);  // 64e6 .. 4.096e9
+  EXPECT_NE(m.note.find("L2 cache (50 MiB)"), std::string::npos) << m.note;
 }
 
 TEST(Calibration, CollectivesGiveBackTheLinkEfficiencyAndStepOverheadTheyWereMeasuredWith) {

@@ -63,8 +63,15 @@ const char* measured_class_name(MeasuredClass c) {
     case MeasuredClass::kAttention: return "attention";
     case MeasuredClass::kAttentionBackward: return "attention backward";
     case MeasuredClass::kMemoryBound: return "memory-bound and other";
+    case MeasuredClass::kUnvectorized: return "unvectorized elementwise";
   }
   return "?";
+}
+
+bool is_unvectorized_elementwise(const std::string& name) {
+  if (name.find("unrolled_elementwise_kernel") != std::string::npos) return true;
+  return name.find("elementwise_kernel") != std::string::npos &&
+         name.find("vectorized_elementwise_kernel") == std::string::npos;
 }
 
 MeasuredClass kernel_class_by_name(const std::string& name) {
@@ -78,6 +85,7 @@ MeasuredClass kernel_class_by_name(const std::string& name) {
   // cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.x), its older ones *gemm* / *xmma*.
   if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet"))
     return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;
+  if (is_unvectorized_elementwise(name)) return MeasuredClass::kUnvectorized;
   return MeasuredClass::kMemoryBound;
 }
 

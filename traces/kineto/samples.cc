@@ -193,7 +193,12 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
       s.cls = wl::KernelClass::kMemory;
       s.bytes = elementwise_bytes(op);
       if (s.bytes <= 0) continue;
-      s.shape = std::string("elementwise ").append(std::to_string(static_cast<long long>(s.bytes))).append(" B");
+      // Unvectorized (generic or casting) kernels: their elements, the largest operand's.
+      if (is_unvectorized_elementwise(kernels.front()->name))
+        for (const auto& d : op.dims) s.elements = std::max(s.elements, d.empty() ? 0.0 : numel(d));
+      s.shape = std::string(s.elements > 0 ? "unvectorized elementwise " : "elementwise ")
+                    .append(std::to_string(static_cast<long long>(s.bytes)))
+                    .append(" B");
     } else {
       continue;
     }

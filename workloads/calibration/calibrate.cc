@@ -114,7 +114,14 @@ bool fit_line(const std::vector<double>& u, const std::vector<double>& x, const 
   return b > 0;
 }
 
-const char* fit_name(const ClassFit& f) { return f.backward ? "attention backward" : class_name(f.cls); }
+const char* fit_name(const ClassFit& f) {
+  return f.backward ? "attention backward" : f.unvectorized ? "unvectorized elementwise" : class_name(f.cls);
+}
+
+// The x of a sample's fit: its time at the full peak, or an unvectorized kernel's elements.
+double fit_x(const KernelSample& s, const topo::GpuSpec& gpu, bool waves, bool unvectorized) {
+  return unvectorized ? s.elements : ideal_seconds(s, gpu, waves);
+}
 
 double& attention_efficiency_of(topo::HardwareProfile& p, bool backward) {
   return backward ? p.attention_backward_efficiency : p.attention_efficiency;
@@ -128,30 +135,64 @@ double& attention_overhead_of(topo::HardwareProfile& p, bool backward) {
 double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const topo::HardwareProfile& p) {
   topo::HardwareProfile q = p;
   const double x = ideal_seconds(s, gpu, p.gemm_wave_quantization);
+  if (s.cls == KernelClass::kMemory && s.elements > 0 && p.unvectorized_elementwise_rate > 0)
+    return p.kernel_latency.seconds() +
+           std::max(x / p.memory_efficiency, s.elements / p.unvectorized_elementwise_rate);
   const double factor = s.cls == KernelClass::kAttention ? topo::attention_rate_factor(p, s.backward, s.keys) : 1.0;
   return latency_of(q, s.cls).seconds() + x / (efficiency_of(q, s.cls) * factor);
 }
 
 // One class fitted with `base`'s other settings; the held-out error "before" is `before`'s.
+// `unvectorized` (kMemory only): the unvectorized elementwise kernels, t = latency + elements /
+// rate with the memory class's latency kept; otherwise the memory class leaves them out.
 static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
                    const topo::HardwareProfile& base, const topo::HardwareProfile& before,
-                   const CalibrationOptions& opt, KernelClass cls, bool backward = false) {
+                   const CalibrationOptions& opt, KernelClass cls, bool backward = false, bool unvectorized = false) {
   topo::HardwareProfile fitted = base;
   const bool attention = cls == KernelClass::kAttention;
   ClassFit f;
   f.cls = cls;
   f.backward = backward;
-  f.efficiency = attention ? topo::attention_efficiency(base, backward) : efficiency_of(fitted, cls);
+  f.unvectorized = unvectorized;
+  f.efficiency = attention       ? topo::attention_efficiency(base, backward)
+                 : unvectorized ? base.unvectorized_elementwise_rate
+                                : efficiency_of(fitted, cls);
   f.latency = latency_of(fitted, cls);
   if (attention) f.seq_overhead = attention_overhead_of(fitted, backward);
-  // Distinct shapes by size; every holdout_every-th is held out.
-  std::vector<const KernelSample*> mine;
-  for (const auto& s : samples)
-    if (s.cls == cls && (!attention || (s.backward == backward && s.keys > 0)) && s.seconds > 0 &&
-        ideal_seconds(s, gpu, base.gemm_wave_quantization) > 0)
-      mine.push_back(&s);
-  std::map<std::string, double> size_of;  // shape -> its ideal time
-  for (const KernelSample* s : mine) size_of[s->shape] = ideal_seconds(*s, gpu, base.gemm_wave_quantization);
+  // Distinct shapes by size; every holdout_every-th is held out. Memory-bound kernels whose traffic
+  // fits in the L2 cache run from it, faster than the HBM allows (eager PyTorch's small elementwise
+  // kernels reach 1.1-1.3x the H100's HBM bandwidth): the HBM efficiency is fitted on larger ones
+  // where at least two sizes are larger, else on all.
+  auto collect = [&](double min_bytes) {
+    std::vector<const KernelSample*> v;
+    std::map<std::string, bool> distinct;
+    for (const auto& s : samples)
+      if (s.cls == cls && (!attention || (s.backward == backward && s.keys > 0)) &&
+          (cls != KernelClass::kMemory || (s.elements > 0) == unvectorized) && s.seconds > 0 &&
+          (cls != KernelClass::kMemory || unvectorized || s.bytes > min_bytes) &&
+          fit_x(s, gpu, base.gemm_wave_quantization, unvectorized) > 0) {
+        v.push_back(&s);
+        distinct[s.shape] = true;
+      }
+    return std::make_pair(v, distinct.size());
+  };
+  const bool hbm_fit = cls == KernelClass::kMemory && !unvectorized && gpu.l2_bytes > 0;
+  // (No structured binding: lambdas below capture `mine`, which clang refuses for a binding.)
+  const auto collected = collect(hbm_fit ? static_cast<double>(gpu.l2_bytes) : 0.0);
+  std::vector<const KernelSample*> mine = collected.first;
+  const size_t large_shapes = collected.second;
+  std::string l2_note;
+  if (hbm_fit) {
+    const std::string l2 = "the L2 cache (" + std::to_string(static_cast<long long>(gpu.l2_bytes >> 20)) + " MiB)";
+    if (large_shapes >= 2) {
+      l2_note = "kernels moving at most " + l2 + " left out: they run from it, not from HBM";
+    } else {
+      mine = collect(0.0).first;
+      l2_note = "fewer than 2 sizes move more than " + l2 + ": fitted on all (the smaller run from the L2)";
+    }
+  }
+  std::map<std::string, double> size_of;  // shape -> its ideal time (elements)
+  for (const KernelSample* s : mine) size_of[s->shape] = fit_x(*s, gpu, base.gemm_wave_quantization, unvectorized);
   std::vector<std::pair<double, std::string>> shapes;
   for (const auto& [k, v] : size_of) shapes.emplace_back(v, k);
   std::sort(shapes.begin(), shapes.end());
@@ -164,12 +205,13 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
            std::find(opt.test_sources.begin(), opt.test_sources.end(), s.source) != opt.test_sources.end();
   };
   // Attention: the latency is kept (subtracted) and the sequence overhead fitted in its place.
-  const double kept = attention ? f.latency.seconds() : 0;
+  // Unvectorized kernels: the latency is kept and the line goes through the origin.
+  const double kept = attention || unvectorized ? f.latency.seconds() : 0;
   std::vector<double> u, x, t;
   for (const KernelSample* s : mine)
     if (!is_held(*s) && s->seconds > kept) {
-      x.push_back(ideal_seconds(*s, gpu, base.gemm_wave_quantization));
-      u.push_back(attention ? x.back() / s->keys : 1.0);
+      x.push_back(fit_x(*s, gpu, base.gemm_wave_quantization, unvectorized));
+      u.push_back(attention ? x.back() / s->keys : unvectorized ? 0.0 : 1.0);
       t.push_back(s->seconds - kept);
     }
   auto errors = [&](bool held_out, const topo::HardwareProfile& p) {
@@ -182,12 +224,16 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
   double a = 0, b = 0;
   bool clamped = false;
   if (mine.empty()) {
-    f.note = std::string("no measured ") + (backward ? "backward " : "") + class_name(cls) +
+    f.note = std::string("no measured ") + (backward ? std::string("backward attention") : std::string(fit_name(f))) +
              " kernels with known sizes: kept";
   } else if (x.empty()) {
     f.note = "every sample is held out: nothing to fit";
   } else if (!fit_line(u, x, t, a, b, clamped)) {
     f.note = "the measured times do not grow with size: kept";
+  } else if (unvectorized) {
+    f.fitted = true;
+    f.efficiency = 1.0 / b;  // elements per second
+    fitted.unvectorized_elementwise_rate = f.efficiency;
   } else {
     f.fitted = true;
     f.efficiency = 1.0 / b;
@@ -221,6 +267,7 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
       latency_of(fitted, cls) = f.latency;
     }
   }
+  if (!l2_note.empty()) f.note = f.note.empty() ? l2_note : f.note + "; " + l2_note;
   f.fit = errors(false, fitted);
   f.held_out = errors(true, fitted);
   return f;
@@ -278,6 +325,10 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
       latency_of(c.profile, cls) = f.latency;
     }
     c.kernels.push_back(f);
+    // The unvectorized elementwise kernels after the memory class, whose latency they keep.
+    ClassFit u = fit_class(samples, gpu, c.profile, base, opt, cls, false, true);
+    if (u.fitted) c.profile.unvectorized_elementwise_rate = u.efficiency;
+    c.kernels.push_back(u);
   }
   return c;
 }
@@ -460,6 +511,10 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
     line("# %s: %zu shapes; error on fitted samples %s, held out %s (before: %s)%s%s\n", fit_name(f), f.shapes,
          errs(f.fit).c_str(), errs(f.held_out).c_str(), errs(f.held_out_before).c_str(), f.note.empty() ? "" : "; ",
          f.note.c_str());
+    if (f.unvectorized) {
+      line("unvectorized_elementwise_rate: %.4g\n", f.efficiency);
+      continue;
+    }
     if (f.cls == KernelClass::kAttention) {
       // The latency the fit kept (subtracted from every sample) goes with its efficiencies.
       if (!f.backward) line("attention_latency: %lldns\n", static_cast<long long>(f.latency.count_ns()));

@@ -51,6 +51,9 @@ struct KernelSample {
   double flops = 0;           // kGemm, kAttention
   double rows = 0, cols = 0;  // kGemm: output shape per batch (wave quantization); 0 unknown
   double bytes = 0;           // kMemory: HBM bytes read and written
+  // kMemory: elements of one of PyTorch's unvectorized elementwise kernels (generic or casting),
+  // which run at the profile's unvectorized_elementwise_rate; 0 for every other kernel.
+  double elements = 0;
   double seconds = 0;         // measured
   bool backward = false;      // kAttention: a backward kernel
   double keys = 0;            // kAttention: keys per sequence (0 unknown)
@@ -74,6 +77,9 @@ struct ErrorStats {
 struct ClassFit {
   KernelClass cls = KernelClass::kGemm;
   bool backward = false;     // kAttention: the backward kernels' fit (attention_backward_*)
+  // kMemory: the unvectorized elementwise kernels' fit; `efficiency` is then their rate in
+  // elements per second (unvectorized_elementwise_rate) and `latency` the memory class's, kept.
+  bool unvectorized = false;
   bool fitted = false;       // false: too few samples, the profile keeps its value
   double efficiency = 0;     // fitted (or kept)
   sim::Time latency;         // fitted (or kept); kAttention: not fitted (its seq overhead is)
