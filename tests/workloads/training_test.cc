@@ -587,7 +587,7 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   job.profile.unvectorized_elementwise_rate = 0;
   auto t = free_network(1);
   const double fused = run_step(job, t).step_time_s;
-  job.eager_kernels = true;
+  job.eager_kernels = job.eager_loss = true;
   const double eager = run_step(job, t).step_time_s;
   const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, f = tokens * 4096, l = tokens * 32000;
   const double params = static_cast<double>(stage_params_per_rank(job.model, 2, true, true, 1, 1));
@@ -601,10 +601,36 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   // launches (PyTorch's multi_tensor_apply), less the fused one.
   job.profile.kernel_gap = sim::Time::us(1);
   const double eager_gap = run_step(job, t).step_time_s;
-  job.eager_kernels = false;
+  job.eager_kernels = job.eager_loss = false;
   const double fused_gap = run_step(job, t).step_time_s;
   const double optimizer_kernels = 8 * std::ceil(params / (320.0 * 65536.0)) - 1;
   EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 58 + 25 + optimizer_kernels) * 1e-6, 100e-9);
+}
+
+TEST(TrainingKernels, AnEagerLossUnderFusedKernels) {
+  // torchtitan compiles each block, not the loss: `loss: eager` with fused kernels. The model of
+  // the test above (l = 1024 tokens x 32,000 logits), no kernel gap, unvectorized rate off: the step
+  // grows by the loss's extra bytes over the HBM rate, 12 l forward and 18 l backward (the test
+  // above), and the peak memory by two fp32 logit tensors, 2 x 4 l = 262,144,000 bytes.
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  job.model = find_model_preset("llama3-8b");
+  job.model.layers = 2;
+  job.model.hidden = 1024;
+  job.model.ffn_hidden = 4096;
+  job.model.heads = 8;
+  job.model.kv_heads = 2;
+  job.model.vocab = 32000;
+  job.seq_len = 1024;
+  job.profile.kernel_gap = sim::Time::zero();
+  job.profile.unvectorized_elementwise_rate = 0;
+  auto t = free_network(1);
+  const double fused = run_step(job, t).step_time_s;
+  const double fused_mem = build_training(job).memory[0].bytes.activations;
+  job.eager_loss = true;
+  const double eager_loss = run_step(job, t).step_time_s;
+  const double l = 1024.0 * 32000;
+  EXPECT_NEAR(eager_loss - fused, 30 * l / (3.35e12 * 0.85), 10e-9);
+  EXPECT_DOUBLE_EQ(build_training(job).memory[0].bytes.activations - fused_mem, 2 * 4 * l);
 }
 
 TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
@@ -627,7 +653,7 @@ TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
   job.model.kv_heads = 2;
   job.model.vocab = 32000;
   job.seq_len = 1024;
-  job.eager_kernels = true;
+  job.eager_kernels = job.eager_loss = true;
   job.profile.kernel_gap = sim::Time::zero();
   auto t = free_network(1);
   job.profile.unvectorized_elementwise_rate = 0;

@@ -665,7 +665,7 @@ std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t
   ce.fwd_bytes = g.ee * logits + 4.0 * g.tokens;
   ce.bwd_input_flops = 2.0 * logits;
   ce.bwd_input_bytes = g.ee * 2.0 * logits;
-  if (options.eager) {
+  if (options.eager_loss) {
     // torchtitan's `cross_entropy(pred.flatten(0, 1).float(), labels)`: to FP32 (ee + 4),
     // log_softmax (4 + 4), nll_loss (per token): 3 kernels; backward: nll_loss's zero-filled FP32
     // gradient (4) and scatter, log_softmax's (4 + 4 + 4), to ee (4 + ee): 4 kernels.

@@ -188,6 +188,9 @@ struct OpOptions {
   // implementations launch, each reading and writing HBM, with FP32 intermediates (transformer.cc
   // counts them). false: fused kernels (Megatron / Transformer Engine, or torch.compile).
   bool eager = false;
+  // The loss as eager PyTorch runs it (head_ops: the FP32 cast, log_softmax, nll_loss), with eager
+  // kernels or alone, as torchtitan's is under torch.compile (it compiles the blocks, not the loss).
+  bool eager_loss = false;
   // FP8 with tensorwise dynamic scaling (torchao's Float8Linear, torchtitan's default float8
   // recipe): every FP8 GEMM's operands are scaled and cast by kernels of their own around it
   // (transformer.cc counts them). false: the casts are free (Transformer Engine's delayed scaling

@@ -635,6 +635,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   OpOptions oo;
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;
+  oo.eager_loss = job.eager_loss;
   oo.fp8_tensorwise_casts = job.fp8_tensorwise;
   if (job.fsdp_float8_all_gather && job.grad_group() > 1) {
     oo.fp8_weight_cast_share = 1.0 / static_cast<double>(job.grad_group());
@@ -678,7 +679,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
   double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
-  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.eager_kernels);
+  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.eager_loss);
   int zero = job.data_parallel == DataParallel::kDdp ? 0
              : job.data_parallel == DataParallel::kZero1 ? 1
              : job.data_parallel == DataParallel::kZero2 ? 2

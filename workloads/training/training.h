@@ -122,6 +122,10 @@ struct TrainingJob {
   // exp_avg (4 + 4 + 4), exp_avg_sq * beta2 (4 + 4) and addcmul (4 + 4 + 4), sqrt, / bias
   // correction and + eps (3 x (4 + 4)), addcdiv into the parameter (4 + 4 + 4 + 4): 80 bytes.
   bool eager_kernels = false;
+  // `training.loss: eager` (default: as `kernels`): the loss runs as eager PyTorch's FP32 cast,
+  // log_softmax and nll_loss, as torchtitan's does also under torch.compile, which compiles each
+  // block and not the loss (OpOptions::eager_loss; its backward holds three fp32 logit tensors).
+  bool eager_loss = false;
   // `training.fp8_recipe: tensorwise`: FP8 GEMMs pay their operands' scaling and casts as kernels
   // of their own (torchao Float8Linear with tensorwise dynamic scaling, as torchtitan runs FP8;
   // OpOptions::fp8_tensorwise_casts). `delayed` (the default): Transformer Engine's delayed

@@ -93,6 +93,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.recompute = kRecomputeNames.value(t.get_enum("recompute", kRecomputeNames.names(), "none"));
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
+  j.eager_loss = t.get_enum("loss", {"fused", "eager"}, j.eager_kernels ? "eager" : "fused") == "eager";
   j.master_weights = t.get_bool("master_weights", true);
   if (!j.master_weights) {
     if (j.precision == Precision::kFp32)
