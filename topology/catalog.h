@@ -58,6 +58,9 @@ struct GpuSpec {
   // Eager PyTorch's unvectorized elementwise kernels, elements per second (the hardware profile's
   // default; topology/hardware_profile.h); 0 where not known.
   double unvectorized_elementwise_rate = 0;
+  // PyTorch's foreach (multi_tensor_apply) kernels' fraction of the HBM bandwidth (the hardware
+  // profile's default); 0 where not measured (the profile's memory_efficiency then).
+  double foreach_efficiency = 0;
   // Communication runtime facts of the part (GPUs; NCCL): whether its NVSwitch generation reduces
   // in the switch (NVLink SHARP, NCCL's NVLS algorithm), and the bus bandwidth NCCL's LL protocol
   // reaches on one node (NCCL src/graph/tuning.cc llMaxBws, per architecture); 0 where NCCL's LL

@@ -23,6 +23,8 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   p.attention_backward_seq_overhead = gpu.attention_backward_seq_overhead;
   // Eager PyTorch's unvectorized elementwise kernels: the catalog entry's (measured on Hopper).
   p.unvectorized_elementwise_rate = gpu.unvectorized_elementwise_rate;
+  // PyTorch's foreach kernels (the eager optimizer): the catalog entry's (measured on Hopper).
+  p.foreach_efficiency = gpu.foreach_efficiency;
   // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies.
   p.memory_efficiency = 0.85;
   // Non-tensor-core math runs at the FP32 vector rate: H100 67 TF FP32 vs 989 TF BF16 tensor
@@ -185,6 +187,10 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
       m.get_double_in("attention_backward_seq_overhead", 0.0, 1e6, p.attention_backward_seq_overhead);
   p.vector_efficiency = m.get_double_in("vector_efficiency", 0.0001, 1.0, p.vector_efficiency);
   p.memory_efficiency = m.get_double_in("memory_efficiency", 0.01, 1.0, p.memory_efficiency);
+  p.foreach_efficiency = m.get_double_in("foreach_efficiency", 0.0, 1.0, p.foreach_efficiency);
+  if (p.foreach_efficiency > 0 && p.foreach_efficiency < 0.01)
+    m.child("foreach_efficiency")
+        .fail("must be 0 (memory_efficiency's) or between 0.01 and 1, got " + std::to_string(p.foreach_efficiency));
   p.gemm_wave_quantization = m.get_bool("gemm_wave_quantization", p.gemm_wave_quantization);
   p.scale_up_efficiency = m.get_double_in("scale_up_efficiency", 0.01, 1.0, p.scale_up_efficiency);
   p.nic_efficiency = m.get_double_in("nic_efficiency", 0.01, 1.0, p.nic_efficiency);

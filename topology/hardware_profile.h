@@ -32,6 +32,9 @@ struct HardwareProfile {
   double attention_efficiency = 0.55;
   double vector_efficiency = 0.07;  // non-tensor FLOP rate as a fraction of the tensor peak
   double memory_efficiency = 0.85;  // fraction of HBM bandwidth
+  // Fraction of HBM bandwidth PyTorch's foreach kernels (multi_tensor_apply: the eager optimizer's
+  // passes) reach; 0: memory_efficiency.
+  double foreach_efficiency = 0;
   bool gemm_wave_quantization = true;
   // Fixed time per kernel beyond its roofline time (launch, prologue, epilogue, tail): a kernel of
   // F FLOPs takes latency + F / rate, so small kernels reach a lower fraction of peak. 0 by default

@@ -53,6 +53,12 @@ traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::Hardwa
       tensor_peak(dg) * topo::attention_efficiency(dp, true), sp.attention_latency, dp.attention_latency);
   set(traces::MeasuredClass::kMemoryBound, sg.hbm_bandwidth_Bps * sp.memory_efficiency,
       dg.hbm_bandwidth_Bps * dp.memory_efficiency, sp.kernel_latency, dp.kernel_latency);
+  // Foreach kernels at their own fraction of the HBM where the profile has one.
+  auto foreach_eff = [](const topo::HardwareProfile& p) {
+    return p.foreach_efficiency > 0 ? p.foreach_efficiency : p.memory_efficiency;
+  };
+  set(traces::MeasuredClass::kForeach, sg.hbm_bandwidth_Bps * foreach_eff(sp), dg.hbm_bandwidth_Bps * foreach_eff(dp),
+      sp.kernel_latency, dp.kernel_latency);
   // Unvectorized elementwise kernels at their element rates where both profiles have one, else as
   // the memory-bound ones.
   const bool rates = sp.unvectorized_elementwise_rate > 0 && dp.unvectorized_elementwise_rate > 0;

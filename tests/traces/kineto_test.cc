@@ -253,6 +253,11 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
                                  "(at::TensorIteratorBase&)::{lambda()#3}, std::array<char*, 2ul>, 4>(int, ...)"),
             MeasuredClass::kUnvectorized);
   EXPECT_EQ(kernel_class_by_name("void at::native::reduce_kernel<512, 1>"), MeasuredClass::kMemoryBound);
+  // PyTorch's foreach kernels (the eager optimizer): a class of their own.
+  EXPECT_EQ(kernel_class_by_name("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                                 "(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"
+                                 "BinaryOpScalarFunctor<c10::BFloat16, 2, 1, 1>, std::multiplies<float>, float>(...)"),
+            MeasuredClass::kForeach);
   // One rank: a tensor GEMM of 100 us, then 20 us idle, then an elementwise kernel of 10 us.
   KinetoRank r;
   r.file = "hand-made";

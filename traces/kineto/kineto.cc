@@ -64,6 +64,7 @@ const char* measured_class_name(MeasuredClass c) {
     case MeasuredClass::kAttentionBackward: return "attention backward";
     case MeasuredClass::kMemoryBound: return "memory-bound and other";
     case MeasuredClass::kUnvectorized: return "unvectorized elementwise";
+    case MeasuredClass::kForeach: return "foreach (optimizer)";
   }
   return "?";
 }
@@ -86,6 +87,7 @@ MeasuredClass kernel_class_by_name(const std::string& name) {
   if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet"))
     return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;
   if (is_unvectorized_elementwise(name)) return MeasuredClass::kUnvectorized;
+  if (has("multi_tensor_apply")) return MeasuredClass::kForeach;
   return MeasuredClass::kMemoryBound;
 }
 

@@ -103,8 +103,12 @@ KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt = {
 // strided operands, "unrolled_elementwise_kernel" for casting copies; not
 // "vectorized_elementwise_kernel") are a class of their own: they run at an element rate, not at
 // the HBM's (topo::HardwareProfile::unvectorized_elementwise_rate).
-enum class MeasuredClass : uint8_t { kTensorGemm, kFp32Gemm, kAttention, kAttentionBackward, kMemoryBound, kUnvectorized };
-inline constexpr size_t kMeasuredClasses = 6;
+// PyTorch's foreach kernels (multi_tensor_apply: the eager optimizer) too: they reach their own
+// fraction of the HBM bandwidth (topo::HardwareProfile::foreach_efficiency).
+enum class MeasuredClass : uint8_t {
+  kTensorGemm, kFp32Gemm, kAttention, kAttentionBackward, kMemoryBound, kUnvectorized, kForeach
+};
+inline constexpr size_t kMeasuredClasses = 7;
 // Whether a kernel name is one of PyTorch's unvectorized elementwise kernels.
 bool is_unvectorized_elementwise(const std::string& name);
 const char* measured_class_name(MeasuredClass c);
@@ -115,7 +119,7 @@ MeasuredClass kernel_class_by_name(const std::string& name);
 // source's rate over the target's (peak x efficiency, or HBM bandwidth x memory efficiency).
 struct KernelScaling {
   bool on = false;
-  double ratio[kMeasuredClasses] = {1, 1, 1, 1, 1, 1};
+  double ratio[kMeasuredClasses] = {1, 1, 1, 1, 1, 1, 1};
   double src_latency_s[kMeasuredClasses] = {};
   double dst_latency_s[kMeasuredClasses] = {};
   double apply(MeasuredClass c, double t) const {

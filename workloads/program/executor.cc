@@ -1017,7 +1017,8 @@ ProfileKernelCoster::Sums ProfileKernelCoster::term(const CostTerm& t) const {
     s.sm_s = t.flops[0] / (rate * t.wave[0]);
     if (t.flops[1] != 0) s.sm_s += t.flops[1] / (rate * t.wave[1]);
   }
-  const double hbm_rate = hbm_ * profile_.memory_efficiency;
+  const double hbm_rate =
+      hbm_ * (t.foreach && profile_.foreach_efficiency > 0 ? profile_.foreach_efficiency : profile_.memory_efficiency);
   s.hbm_s = t.bytes / hbm_rate;
   double memory_s = s.hbm_s;
   const double unvec_rate = profile_.unvectorized_elementwise_rate;

@@ -70,6 +70,8 @@ struct CostTerm {
   // Of `bytes`, those moved by unvectorized elementwise kernels, and their elements: these run at
   // the profile's unvectorized_elementwise_rate where it is set (wl::OpCost::Unvectorized).
   double unvec_elems = 0, unvec_bytes = 0;
+  // PyTorch's foreach (multi_tensor_apply) kernels: the profile's foreach_efficiency of the HBM.
+  bool foreach = false;
 };
 
 // Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication

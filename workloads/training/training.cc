@@ -531,8 +531,11 @@ class StageBuilder {
     constexpr double kForeachLaunchElems = 320.0 * 65536.0;
     optimizer_terms_[0].kernels =
         job_.eager_kernels ? 8u * static_cast<uint32_t>(std::max(1.0, std::ceil(shard / kForeachLaunchElems))) : 1u;
+    optimizer_terms_[0].foreach = job_.eager_kernels;
+    const double eff = job_.eager_kernels && job_.profile.foreach_efficiency > 0 ? job_.profile.foreach_efficiency
+                                                                                 : job_.profile.memory_efficiency;
     Cost c;
-    c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * job_.profile.memory_efficiency);
+    c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * eff);
     c.seconds = c.hbm_s;
     const Program& p = e_.program();
     for (uint16_t s : {kDpStream, kDpOuterStream}) {
