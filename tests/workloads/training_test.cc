@@ -559,6 +559,21 @@ TEST(TrainingHost, AHostBoundStepTakesTheHostsLaunchTime) {
   EXPECT_NEAR(r.mean.total(), r.step_time_s, 1e-9 * n);
 }
 
+// One GPU, a small Llama-style model (RMSNorm, RoPE, SwiGLU, GQA): 2 layers of hidden 1024, 8
+// query and 2 KV heads of 128, ffn 4096, vocab 32,000, sequence 1024, one micro-batch.
+TrainingJob small_llama_job() {
+  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  job.model = find_model_preset("llama3-8b");
+  job.model.layers = 2;
+  job.model.hidden = 1024;
+  job.model.ffn_hidden = 4096;
+  job.model.heads = 8;
+  job.model.kv_heads = 2;
+  job.model.vocab = 32000;
+  job.seq_len = 1024;
+  return job;
+}
+
 TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   // One GPU, a small Llama-style model (RMSNorm, RoPE, SwiGLU), one micro-batch, no recompute, no
   // kernel gap and no host: the step is the sum of its kernels' roofline times, and every op whose
@@ -574,15 +589,7 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   // 14 n. A layer: 2 x 114 n + 14 n + 32 e + 12 f; the head: 114 n (final norm) + 30 l. The
   // unvectorized kernels' element rate and the foreach kernels' own efficiency are off here (their
   // own tests below).
-  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
-  job.model = find_model_preset("llama3-8b");
-  job.model.layers = 2;
-  job.model.hidden = 1024;
-  job.model.ffn_hidden = 4096;
-  job.model.heads = 8;
-  job.model.kv_heads = 2;
-  job.model.vocab = 32000;
-  job.seq_len = 1024;
+  auto job = small_llama_job();
   job.optimizer_bytes_per_param = 32;
   job.profile.kernel_gap = sim::Time::zero();
   job.profile.unvectorized_elementwise_rate = 0;
@@ -622,15 +629,7 @@ TEST(TrainingKernels, AnEagerLossUnderFusedKernels) {
   // the test above (l = 1024 tokens x 32,000 logits), no kernel gap, unvectorized rate off: the step
   // grows by the loss's extra bytes over the HBM rate, 12 l forward and 18 l backward (the test
   // above), and the peak memory by two fp32 logit tensors, 2 x 4 l = 262,144,000 bytes.
-  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
-  job.model = find_model_preset("llama3-8b");
-  job.model.layers = 2;
-  job.model.hidden = 1024;
-  job.model.ffn_hidden = 4096;
-  job.model.heads = 8;
-  job.model.kv_heads = 2;
-  job.model.vocab = 32000;
-  job.seq_len = 1024;
+  auto job = small_llama_job();
   job.profile.kernel_gap = sim::Time::zero();
   job.profile.unvectorized_elementwise_rate = 0;
   auto t = free_network(1);
@@ -654,15 +653,7 @@ TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
   // per direction; the attention's copies (forward only: the output's transpose n and repeat_kv
   // 2 n, bytes 2 ee n + ee (n / 2 + 2 n) = 9 n). The head: the final norm and the loss's cast
   // to FP32 (l elements, (ee + 4) l bytes).
-  auto job = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
-  job.model = find_model_preset("llama3-8b");
-  job.model.layers = 2;
-  job.model.hidden = 1024;
-  job.model.ffn_hidden = 4096;
-  job.model.heads = 8;
-  job.model.kv_heads = 2;
-  job.model.vocab = 32000;
-  job.seq_len = 1024;
+  auto job = small_llama_job();
   job.eager_kernels = job.eager_loss = true;
   job.profile.kernel_gap = sim::Time::zero();
   auto t = free_network(1);
