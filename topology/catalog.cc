@@ -102,7 +102,8 @@ const std::vector<GpuSpec>& gpu_table() {
       // Eager PyTorch's unvectorized elementwise kernels (broadcast or strided operands, casting
       // copies) process 317-327 G elements/s in each eager H100 SXM capture of tests/data/captures
       // (elements over time of those kernels with at least 4 M elements, PyTorch 2.11), whether they
-      // move 4 or 12 bytes per element: bound by instruction issue, not by the 3.35 TB/s of HBM.
+      // move 4 or 8 bytes per element: bound by instruction issue, not by the 3.35 TB/s of HBM (the
+      // 8B's kernels on the H200, of 33-117 M elements, far beyond the L2, run at 284-413 G/s).
       g.unvectorized_elementwise_rate = 320e9;
       // PyTorch's foreach AdamW (bf16 states, 40 bytes per parameter, multi_tensor_apply) moves
       // 2.41-2.46 TB/s in each of the six eager H100 SXM captures of tests/data/captures: 72-73% of

@@ -43,6 +43,7 @@ GpuSpec bind_gpu(const sim::ConfigNode& cluster) {
   g.hbm_capacity_bytes = static_cast<uint64_t>(node.get_bytes("hbm_capacity", static_cast<double>(g.hbm_capacity_bytes)));
   g.hbm_bandwidth_Bps = node.get_bandwidth("hbm_bandwidth", g.hbm_bandwidth_Bps);
   g.sm_count = static_cast<uint32_t>(node.get_int_in("sm_count", 1, 100000, g.sm_count));
+  g.l2_bytes = static_cast<uint64_t>(node.get_bytes("l2_cache", static_cast<double>(g.l2_bytes)));
   g.scale_up_bandwidth_Bps = node.get_bandwidth("scale_up_bandwidth", g.scale_up_bandwidth_Bps);
   g.ici_link_bandwidth_Bps = node.get_bandwidth("ici_link_bandwidth", g.ici_link_bandwidth_Bps);
   if (g.hbm_bandwidth_Bps <= 0) node.child("hbm_bandwidth").fail("must be > 0");

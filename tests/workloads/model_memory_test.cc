@@ -140,6 +140,12 @@ TEST(ModelMemory, TorchtitanOpSelectiveCheckpointingByHand) {
   ActivationOptions o;
   o.recompute = Recompute::kSelectiveOp;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 521142272.0);
+  // TP 8 with sequence parallelism, per token: the block input 4096 x 2 / 8 = 1,024; SDPA's output
+  // 512 x 2 = 1,024 and log-sum-exp 4 x 4 = 16; wq 512 x 2 = 1,024, wv 128 x 2 = 256, w1 1,792 x 2
+  // = 3,584, w2 (the partial sums before the reduce-scatter) 4,096 x 2 = 8,192; and the two
+  // reduce-scatters' outputs, in the save list, 2 x 4,096 x 2 / 8 = 2,048: 17,168 bytes/token,
+  // 8192 x 17,168 = 140,640,256.
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {8, 1, true}, o), 140640256.0);
   o.precision = Precision::kFp8;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 135266304.0);
   o.flash_attention = false;

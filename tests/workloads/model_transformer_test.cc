@@ -55,6 +55,13 @@ TEST(ModelOps, TorchtitanOpSelectiveRecomputeByHand) {
   auto fp8 = op_sac_recompute_ops(m, 1, 8192, {}, Precision::kFp8);
   EXPECT_DOUBLE_EQ(gemm_flops(fp8), 412316860416.0 + 274877906944.0 + 3 * 962072674304.0);
   for (const auto& o : fp8) EXPECT_NE(o.cls, OpClass::kAttention);
+  // Its collectives, TP 8 with sequence parallelism and CP 2: the forward's all-gathers before
+  // the QKV and MLP projections run again; the reduce-scatters' outputs are saved and CP's K/V
+  // gather belongs to the kept attention core.
+  const LayerComm comm = layer_comm(m, 1, 8192, {8, 2, true}, Precision::kBf16);
+  std::vector<std::string> again;
+  for (const auto& c : op_sac_recompute_comm(comm).ops) again.push_back(c.name);
+  EXPECT_EQ(again, (std::vector<std::string>{"qkv_input_allgather", "mlp_input_allgather"}));
 }
 
 TEST(ModelPresets, NamesAndLookup) {

@@ -199,6 +199,7 @@ std::vector<wl::KernelSample> kernel_samples(const KinetoRank& rank, uint32_t so
       s.shape = std::string(s.elements > 0 ? "unvectorized elementwise " : "elementwise ")
                     .append(std::to_string(static_cast<long long>(s.bytes)))
                     .append(" B");
+      if (s.elements > 0) s.shape.append(" ").append(std::to_string(static_cast<long long>(s.elements))).append(" el");
     } else {
       continue;
     }

@@ -335,7 +335,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["precision"] = std::string(kPrecisionNames.name(j.precision));
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
   c["kernels"] = j.eager_kernels ? "eager" : "fused";
-  c["loss"] = j.eager_loss ? "eager" : "fused";
+  c["loss"] = j.loss_eager() ? "eager" : "fused";
   c["master_weights"] = j.master_weights;
   if (j.precision == Precision::kFp8) c["fp8_recipe"] = j.fp8_tensorwise ? "tensorwise" : "delayed";
   out["config"] = c;

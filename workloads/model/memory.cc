@@ -90,6 +90,9 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     // up). FP8 linear layers call torch._scaled_mm, not in the save list: none kept.
     const double heads = static_cast<double>(local_q_heads(spec, shape.tp));
     double kept = n * h * e / seq_shard + n * q_cols * e + 4.0 * n * heads;
+    // With sequence parallelism the two reduce-scatters' outputs (after wo and w2), also in the
+    // save list: sequence shards of the block's width.
+    if (sp) kept += 2.0 * n * h * e / seq_shard;
     if (!opt.flash_attention) {
       std::ostringstream os;
       os << "recompute: selective-op keeps the fused attention kernel's output (torchtitan's save list); "

@@ -623,6 +623,14 @@ std::vector<OpCost> op_sac_recompute_ops(const ModelSpec& spec, int64_t micro_ba
   return out;
 }
 
+LayerComm op_sac_recompute_comm(const LayerComm& forward) {
+  LayerComm out;
+  for (const CommOp& c : forward.ops)
+    if (c.pass == Pass::kForward && c.group == CommGroup::kTp && c.kind != CollectiveKind::kReduceScatter)
+      out.ops.push_back(c);
+  return out;
+}
+
 std::vector<OpCost> embedding_ops(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                                   const ParallelShape& shape, Precision precision) {
   validate_run(spec, micro_batch, seq_len, shape);
@@ -650,7 +658,8 @@ std::vector<OpCost> head_ops(const ModelSpec& spec, int64_t micro_batch, int64_t
   validate_run(spec, micro_batch, seq_len, shape);
   const Geometry g = geometry(spec, micro_batch, seq_len, shape, precision);
   std::vector<OpCost> ops;
-  ops.push_back(norm("final_norm", spec, g.norm_tokens, g.ee, options.eager));
+  // The final norm sits outside torchtitan's compiled blocks with the loss: eager with either.
+  ops.push_back(norm("final_norm", spec, g.norm_tokens, g.ee, options.eager || options.eager_loss));
   // The output projection stays in BF16 under FP8: torchtitan's float8 converter leaves out
   // "output" (its filter_fqns), and Megatron-LM's output layer is not a Transformer Engine module.
   ops.push_back(gemm("lm_head", g.tokens, g.hidden, g.vocab_local, precision == Precision::kFp8 ? g.ee : g.eg));

@@ -268,6 +268,11 @@ struct LayerComm {
 // activation memory stays per-rank) and dK/dV reduce-scattered; buffer b*s*2*kv_local*head_dim.
 LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                      const ParallelShape& shape, Precision precision, const OpOptions& options = {});
+// What torchtitan's op-level selective checkpointing re-runs of a block's collectives before its
+// backward (op_sac_recompute_ops): the forward's TP all-gathers and all-reduces. Its save list
+// keeps reduce-scatter outputs (_c10d_functional.reduce_scatter_tensor), and CP's K/V gather
+// belongs to the attention core, which is kept.
+LayerComm op_sac_recompute_comm(const LayerComm& forward);
 // Embedding (vocab-parallel): forward all-reduce (reduce-scatter with SP) of b*(s/cp)*h.
 LayerComm embedding_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                          const ParallelShape& shape, Precision precision);

@@ -1049,6 +1049,7 @@ void ProfileKernelCoster::kernel_seconds(const Program& p, const Op& op, std::ve
   }
   out.clear();
   for (const CostTerm& t : p.cost_terms(op.index)) {
+    SIM_ASSERT(t.kernels > 0 || term(t).seconds == 0, "a cost term with work launches at least one kernel");
     if (t.kernels == 0) continue;  // launches nothing
     const uint32_t k = t.kernels;
     out.insert(out.end(), k, term(t).seconds / k);

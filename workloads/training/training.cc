@@ -48,6 +48,11 @@ void TrainingJob::validate() const {
   if (recompute == Recompute::kSelectiveOp && !flash_attention)
     err("recompute: selective-op keeps the fused attention kernel's output (torchtitan's save list) and needs "
         "flash_attention: true");
+  if (recompute == Recompute::kSelectiveOp && (model.bias || model.parallel_block))
+    err("recompute: selective-op models torchtitan's Llama block (linear layers without bias, attention then MLP); "
+        "model " + model.name + " has " + (model.bias ? "biases (its linears call aten.addmm, which torchtitan's save list "
+                                                        "leaves out)" : "a parallel attention + MLP block") +
+        ": use none, selective or full");
 }
 
 namespace {
@@ -318,14 +323,19 @@ struct PassRecipes {
   Recipe fwd, bwd, bwd_input, bwd_weight, recompute;
 };
 
-// `recompute_ops`: what a recomputation re-runs (null: every forward op, full recomputation).
+// What a recomputation re-runs, ops and collectives (null: every forward op and collective).
+struct Recomputed {
+  std::vector<OpCost> ops;
+  LayerComm comm;
+};
+
 PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
-                              bool tp_overlap, const std::vector<OpCost>* recompute_ops = nullptr) {
+                              bool tp_overlap, const Recomputed* recomputed = nullptr) {
   PassRecipes p;
   auto rev = backward_order(ops);
   p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true, tp_overlap);
-  p.recompute = make_recipe(recompute_ops != nullptr ? *recompute_ops : ops, comm, Pass::kForward, PassPart::kRecompute,
-                            coster, "recompute", true, tp_overlap);
+  p.recompute = make_recipe(recomputed != nullptr ? recomputed->ops : ops, recomputed != nullptr ? recomputed->comm : comm,
+                            Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);
   p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
   p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false, false);
@@ -531,12 +541,8 @@ class StageBuilder {
     constexpr double kForeachLaunchElems = 320.0 * 65536.0;
     optimizer_terms_[0].kernels =
         job_.eager_kernels ? 8u * static_cast<uint32_t>(std::max(1.0, std::ceil(shard / kForeachLaunchElems))) : 1u;
-    optimizer_terms_[0].foreach = job_.eager_kernels;
-    const double eff = job_.eager_kernels && job_.profile.foreach_efficiency > 0 ? job_.profile.foreach_efficiency
-                                                                                 : job_.profile.memory_efficiency;
-    Cost c;
-    c.hbm_s = optimizer_terms_[0].bytes / (job_.gpu.hbm_bandwidth_Bps * eff);
-    c.seconds = c.hbm_s;
+    optimizer_terms_[0].foreach = job_.eager_kernels;  // its rate: ProfileKernelCoster's
+    Cost c;  // no model FLOPs; the executor costs the terms
     const Program& p = e_.program();
     for (uint16_t s : {kDpStream, kDpOuterStream}) {
       for (int64_t i = static_cast<int64_t>(p.ops().size()) - 1; i >= 0; --i)
@@ -638,7 +644,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   OpOptions oo;
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;
-  oo.eager_loss = job.eager_loss;
+  oo.eager_loss = job.loss_eager();
   oo.fp8_tensorwise_casts = job.fp8_tensorwise;
   if (job.fsdp_float8_all_gather && job.grad_group() > 1) {
     oo.fp8_weight_cast_share = 1.0 / static_cast<double>(job.grad_group());
@@ -648,11 +654,13 @@ TrainingPlan build_training(const TrainingJob& job) {
   Coster coster(job, b, s, shape);
   auto lops = layer_ops(job.model, b, s, shape, job.precision, oo);
   auto lcomm = layer_comm(job.model, b, s, shape, job.precision, oo);
-  std::vector<OpCost> sac_ops;
-  if (job.recompute == Recompute::kSelectiveOp)
-    sac_ops = op_sac_recompute_ops(job.model, b, s, shape, job.precision, oo);
+  Recomputed sac;
+  if (job.recompute == Recompute::kSelectiveOp) {
+    sac.ops = op_sac_recompute_ops(job.model, b, s, shape, job.precision, oo);
+    sac.comm = op_sac_recompute_comm(lcomm);
+  }
   PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap,
-                                        job.recompute == Recompute::kSelectiveOp ? &sac_ops : nullptr);
+                                        job.recompute == Recompute::kSelectiveOp ? &sac : nullptr);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
                                         embedding_comm(job.model, b, s, shape, job.precision), coster, false);
   PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision, oo),
@@ -682,7 +690,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
   double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
-  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.eager_loss);
+  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.loss_eager());
   int zero = job.data_parallel == DataParallel::kDdp ? 0
              : job.data_parallel == DataParallel::kZero1 ? 1
              : job.data_parallel == DataParallel::kZero2 ? 2

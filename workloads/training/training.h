@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,7 +126,9 @@ struct TrainingJob {
   // `training.loss: eager` (default: as `kernels`): the loss runs as eager PyTorch's FP32 cast,
   // log_softmax and nll_loss, as torchtitan's does also under torch.compile, which compiles each
   // block and not the loss (OpOptions::eager_loss; its backward holds three fp32 logit tensors).
-  bool eager_loss = false;
+  // Unset: as eager_kernels (loss_eager()).
+  std::optional<bool> eager_loss;
+  bool loss_eager() const { return eager_loss.value_or(eager_kernels); }
   // `training.fp8_recipe: tensorwise`: FP8 GEMMs pay their operands' scaling and casts as kernels
   // of their own (torchao Float8Linear with tensorwise dynamic scaling, as torchtitan runs FP8;
   // OpOptions::fp8_tensorwise_casts). `delayed` (the default): Transformer Engine's delayed
