@@ -1134,10 +1134,38 @@ TEST_F(CliReplay, WhatIfOnAnotherGpuScalesKernelsThroughBothProfiles) {
   // Memory-bound: 900 GB/s over 3.35 TB/s at the same memory efficiency.
   EXPECT_EQ(j["what_if"]["classes"][4]["class"].get<std::string>(), "memory-bound and other");
   EXPECT_NEAR(j["what_if"]["classes"][4]["ratio"].get<double>(), 900e9 / 3350e9, 1e-12);
+  // Unvectorized elementwise kernels: the V100 has no measured element rate, so as memory-bound.
+  // Foreach kernels: the V100 at its memory efficiency (0.85), the H100 at its measured 0.725.
+  EXPECT_EQ(j["what_if"]["classes"][5]["class"].get<std::string>(), "unvectorized elementwise");
+  EXPECT_NEAR(j["what_if"]["classes"][5]["ratio"].get<double>(), 900e9 / 3350e9, 1e-12);
+  EXPECT_EQ(j["what_if"]["classes"][6]["class"].get<std::string>(), "foreach (optimizer)");
+  EXPECT_NEAR(j["what_if"]["classes"][6]["ratio"].get<double>(), 900e9 * 0.85 / (3350e9 * 0.725), 1e-12);
   for (const auto& row : j["ranks"]) EXPECT_LT(row["replayed_s"].get<double>(), row["measured_s"].get<double>());
   // --measured-on needs a target cluster.
   std::vector<std::string> bad = {"replay", kineto[0], "--measured-on", (d / "dgx1-v100.yaml").string()};
   expect_one_error_line(run(bad));
+}
+
+TEST_F(CliReplay, WhatIfScalesUnvectorizedAndForeachKernelsByTheirOwnRates) {
+  // An eager H100 capture replayed on an H200 with the catalog's profiles: unvectorized elementwise
+  // kernels by the ratio of element rates (320 G/s on both: unchanged), foreach kernels by HBM x
+  // foreach_efficiency, 3.35 TB/s x 0.725 over 4.8 TB/s x 0.63 = 0.80316 (the captures measure
+  // 0.80), the other memory-bound kernels by HBM alone, 3.35 / 4.8 = 0.69792.
+  const fs::path d = kSourceDir / "tests" / "data" / "captures" / "h100-sxm" / "h4096-l2-b1";
+  write_text(file("h100.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 1}\n"
+                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  write_text(file("h200.yaml"), "cluster: {gpu: h200, nodes: 1, gpus_per_node: 1}\n"
+                                "workload: {kind: collectives, tests: [{op: all-reduce, sizes: [1MiB]}]}\n");
+  CliResult r = run({"replay", (d / "rank0.trace.json.gz").string(), "--measured-on", file("h100.yaml").string(),
+                     "--cluster", file("h200.yaml").string(), "--json", "w.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json w = read_json("w.json");
+  const json& c = w["what_if"]["classes"];
+  EXPECT_NEAR(c[4]["ratio"].get<double>(), 3.35 / 4.8, 1e-12);
+  EXPECT_NEAR(c[5]["ratio"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(c[6]["ratio"].get<double>(), 3.35 * 0.725 / (4.8 * 0.63), 1e-12);
+  EXPECT_GT(c[5]["kernels"].get<int>(), 0);  // the capture has both kinds
+  EXPECT_GT(c[6]["kernels"].get<int>(), 0);
 }
 
 TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
