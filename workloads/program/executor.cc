@@ -94,6 +94,8 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   for (uint32_t r = 0; r < sn; ++r) {
     const Program& p = program_of(r);
     stream_base_[r] = static_cast<uint32_t>(streams);
+    ranks_[r].stream_base = stream_base_[r];
+    ranks_[r].tmpl = job_.template_of_rank[r];
     recv_base_[r] = static_cast<uint32_t>(recvs);
     free_base_[r] = static_cast<uint32_t>(frees);
     streams += p.num_streams();
@@ -165,7 +167,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
 
   traced_.assign(sn, 0);
   for (uint32_t r : opt.trace_ranks)
-    if (r < sn && (!opt_symmetric_ || simulated_[r])) traced_[r] = 1;
+    if (r < sn && (!opt_symmetric_ || simulated_[r])) traced_[r] = 1, ranks_[r].traced = true;
   // Generated communicators and relative peers address ranks through the layout: it must span
   // exactly the job's ranks.
   bool uses_layout = false;
@@ -355,7 +357,7 @@ void ProgramExecutor::start() {
 
 bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) const {
   const DepRef* d = p.dep_refs(op);
-  const StreamState* st = &streams_[stream_base_[rank]];
+  const StreamState* st = &streams_[ranks_[rank].stream_base];
   for (uint32_t i = 0; i < op.deps_count; ++i) {
     if (d[i].stream == kNoStream) {
       if (!free_done_[free_base_[rank] + d[i].pos]) return false;
@@ -374,9 +376,9 @@ void ProgramExecutor::pump(uint32_t rank) {
     uint32_t r = pump_queue_.back();
     pump_queue_.pop_back();
     if (ranks_[r].dead || stopped_) continue;
-    const Program& p = program_of(r);
+    const Program& p = state_program(r);
     const uint16_t ns = p.num_streams();
-    StreamState* streams = &streams_[stream_base_[r]];
+    StreamState* streams = &streams_[ranks_[r].stream_base];
     // One pass over the stream heads issues everything ready. Issuing an op changes only its own
     // stream (busy), so another pass can find more only when an op of this rank completed during
     // the pass (a zero-time op, an arrived message, a trivial collective): then pass again.
@@ -466,13 +468,13 @@ void ProgramExecutor::compute_host_ready() {
 }
 
 bool ProgramExecutor::wait_for_host(uint32_t rank, const Program& p, uint16_t s, uint32_t idx) {
-  const sim::Time ready = rank_start(rank) + host_ready_[job_.template_of_rank[rank]][idx];
+  const sim::Time ready = rank_start(rank) + host_ready_[ranks_[rank].tmpl][idx];
   const sim::Time now = sim_.now();
   if (ready <= now) return false;
   StreamState& st = ss(rank, s);
   st.busy = 1;  // waiting for the host: not issued yet, no kernel running
   st.started = now;
-  running_[stream_base_[rank] + s] = sim::ActivityId(0xFFFFFFFFu);
+  running_[ranks_[rank].stream_base + s] = sim::ActivityId(0xFFFFFFFFu);
   if (s == 0) {
     charge_gap(rank, p, p.op(idx));  // what it waited for before the host became the bottleneck
     ranks_[rank].free_since = now;
@@ -490,7 +492,7 @@ void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) 
   double* cat = cat_s_.data() + static_cast<size_t>(rank) * ncat_;
   // The dependency that finished last is what stream 0 was waiting for.
   const DepRef* d = p.dep_refs(op);
-  const StreamState* streams = &streams_[stream_base_[rank]];
+  const StreamState* streams = &streams_[st.stream_base];
   uint32_t blocker_op = kNone;
   uint16_t blocker_stream = 0;
   sim::Time latest = sim::Time::zero();
@@ -541,12 +543,12 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       double seconds = op.seconds, sm = op.sm_load, hbm = op.hbm_load;
       if (op.kind == OpKind::kKernel) {
         const KernelCoster::Cost c =
-            op.index != 0 ? kernel_costs_[job_.template_of_rank[rank]][op.index - 1] : coster_->cost(p, op);
+            op.index != 0 ? kernel_costs_[ranks_[rank].tmpl][op.index - 1] : coster_->cost(p, op);
         seconds = c.seconds;
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      running_[stream_base_[rank] + s] = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
+      running_[ranks_[rank].stream_base + s] = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
       break;
     }
     case OpKind::kDelay: {
@@ -811,11 +813,11 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
 
 void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   StreamState& st = ss(rank, s);
-  const Program& p = program_of(rank);
+  const Program& p = state_program(rank);
   const uint32_t idx = p.stream_ops(s)[st.next];
   const Op& op = p.op(idx);
   sim::Time now = sim_.now();
-  if (traced_[rank]) {
+  if (ranks_[rank].traced) {
     // A collective or recv that waited for its peers: the wait, then the transfer.
     const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kRecv;
     if (comm && moving_since_ > st.started && moving_since_ < now) {
