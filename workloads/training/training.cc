@@ -149,57 +149,46 @@ class Coster {
 
   // The cost term of one model op in one pass part; `model` gets its model FLOPs (for MFU).
   CostTerm term(const OpCost& o, PassPart part, double& model) const {
+    // FLOPs, bytes, model FLOPs, kernels and the unvectorized part of each pass part.
     double f = 0, b = 0;
+    int32_t kernels = 1;
+    OpCost::Unvectorized unvec;
     switch (part) {
-      case PassPart::kFwd: f = o.fwd_flops, b = o.fwd_bytes, model = o.fwd_flops; break;
-      case PassPart::kRecompute: f = o.fwd_flops, b = o.fwd_bytes, model = 0; break;
+      case PassPart::kFwd:
+      case PassPart::kRecompute:
+        f = o.fwd_flops, b = o.fwd_bytes, model = part == PassPart::kFwd ? o.fwd_flops : 0;
+        kernels = o.fwd_kernels, unvec = o.fwd_unvec;
+        break;
       case PassPart::kBwd:
         f = o.bwd_flops + o.bwd_recompute_flops, b = o.bwd_bytes, model = o.bwd_flops;
+        kernels = o.bwd_input_kernels + o.bwd_weight_kernels;
+        unvec = {o.bwd_input_unvec.elems + o.bwd_weight_unvec.elems, o.bwd_input_unvec.bytes + o.bwd_weight_unvec.bytes};
         break;
       case PassPart::kBwdInput:
         f = o.bwd_input_flops + o.bwd_recompute_flops, b = o.bwd_input_bytes, model = o.bwd_input_flops;
+        kernels = o.bwd_input_kernels, unvec = o.bwd_input_unvec;
         break;
-      case PassPart::kBwdWeight: f = o.bwd_weight_flops, b = o.bwd_weight_bytes, model = o.bwd_weight_flops; break;
+      case PassPart::kBwdWeight:
+        f = o.bwd_weight_flops, b = o.bwd_weight_bytes, model = o.bwd_weight_flops;
+        kernels = o.bwd_weight_kernels, unvec = o.bwd_weight_unvec;
+        break;
     }
     // Selective recompute re-runs the attention core's forward before its backward (Korthikanti
     // et al. 2022 §5; Megatron's --recompute-granularity selective checkpoints core attention,
-    // FlashAttention or not): its FLOPs and bytes once more, at the forward kernel's rate.
+    // FlashAttention or not): its FLOPs, bytes and kernels once more, at the forward kernel's rate.
     double refwd = 0;
     if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
         o.cls == OpClass::kAttention) {
       refwd = o.fwd_flops;
       b += o.fwd_bytes;
-    }
-    int32_t kernels = 1;
-    switch (part) {
-      case PassPart::kFwd:
-      case PassPart::kRecompute: kernels = o.fwd_kernels; break;
-      case PassPart::kBwd: kernels = o.bwd_input_kernels + o.bwd_weight_kernels; break;
-      case PassPart::kBwdInput: kernels = o.bwd_input_kernels; break;
-      case PassPart::kBwdWeight: kernels = o.bwd_weight_kernels; break;
-    }
-    if ((part == PassPart::kBwd || part == PassPart::kBwdInput) && job_.recompute == Recompute::kSelective &&
-        o.cls == OpClass::kAttention)
       kernels += o.fwd_kernels;
+    }
     CostTerm t;
     // A part with no work and no kernels (an elementwise op's weight gradient, the embedding's
     // input gradient) launches nothing; one with work launches at least one kernel.
     t.kernels = kernels <= 0 && f == 0 && b == 0 ? 0u : static_cast<uint32_t>(std::max(1, kernels));
-    const OpCost::Unvectorized* unvec = nullptr;
-    switch (part) {
-      case PassPart::kFwd:
-      case PassPart::kRecompute: unvec = &o.fwd_unvec; break;
-      case PassPart::kBwdInput: unvec = &o.bwd_input_unvec; break;
-      case PassPart::kBwdWeight: unvec = &o.bwd_weight_unvec; break;
-      case PassPart::kBwd: break;
-    }
-    if (unvec != nullptr) {
-      t.unvec_elems = unvec->elems;
-      t.unvec_bytes = unvec->bytes;
-    } else {
-      t.unvec_elems = o.bwd_input_unvec.elems + o.bwd_weight_unvec.elems;
-      t.unvec_bytes = o.bwd_input_unvec.bytes + o.bwd_weight_unvec.bytes;
-    }
+    t.unvec_elems = unvec.elems;
+    t.unvec_bytes = unvec.bytes;
     t.cls = o.cls == OpClass::kGemm ? KernelClass::kGemm
             : o.cls == OpClass::kAttention ? KernelClass::kAttention
                                            : KernelClass::kVector;
