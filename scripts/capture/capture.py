@@ -47,6 +47,11 @@ def parse_args(argv=None):
                    "halves and cat, GQA by repeat_interleave) or torchtitan (its llama3 model.py: separate w1/w3, "
                    "RoPE as a complex product, repeat_kv by expand + reshape), the code clustersim's "
                    "`kernels: eager` describes")
+    m.add_argument("--ac", choices=["none", "full", "selective-op"], default="none",
+                   help="activation checkpointing per block, as torchtitan applies it: none (default), full "
+                   "(torch.utils.checkpoint of every block) or selective-op (torchtitan's op-level SAC: keep "
+                   "the outputs of aten.mm except every second call in a block, of SDPA, reduce_scatter and "
+                   "aten.max; recompute the rest)")
     r = p.add_argument_group("run")
     r.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
     r.add_argument("--batch", type=int, default=1, help="micro-batch per data-parallel rank (default 1)")

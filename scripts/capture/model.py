@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class _CopyToTP(torch.autograd.Function):
@@ -177,6 +178,32 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 
+def op_sac_context():
+    """torchtitan's op-level selective activation checkpointing (torchtitan/distributed/
+    activation_checkpoint.py, `_ops_sac_save` and `_get_custom_policy`, 2025): inside one block call,
+    keep the outputs of aten.mm except every second one (counted apart for the forward and the
+    recompute), of the fused attention ops, of reduce_scatter and of aten.max; recompute the rest.
+    A fresh counter per block call, as torchtitan's context_fn makes one per call."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten.max.default,
+            torch.ops._c10d_functional.reduce_scatter_tensor.default}
+    for name in ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_cudnn_attention"):
+        if hasattr(aten, name):
+            save.add(getattr(aten, name).default)
+    count = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == aten.mm.default:
+            count[mode] += 1
+        keep = func in save and not (func == aten.mm.default and count[mode] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+    return create_selective_checkpoint_contexts(policy)
+
+
 class Llama(nn.Module):
     """forward(tokens, targets) -> mean cross-entropy loss."""
 
@@ -190,6 +217,7 @@ class Llama(nn.Module):
         self.rope = None
         self.rope_args = (a.seq, a.hidden // a.heads) if a.rope else None
         self.code = a.code
+        self.ac = a.ac
 
     def prepare(self, device):
         """Builds the rotary tables on `device` once, before the steps (so torch.compile sees no
@@ -201,6 +229,12 @@ class Llama(nn.Module):
         self.prepare(tokens.device)
         x = self.embed(tokens)
         for blk in self.blocks:
-            x = blk(x, self.rope)
+            if self.ac == "full":
+                x = torch.utils.checkpoint.checkpoint(blk, x, self.rope, use_reentrant=False)
+            elif self.ac == "selective-op":
+                x = torch.utils.checkpoint.checkpoint(blk, x, self.rope, use_reentrant=False,
+                                                      context_fn=op_sac_context)
+            else:
+                x = blk(x, self.rope)
         logits = self.head(self.norm(x))
         return F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))

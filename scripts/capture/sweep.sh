@@ -62,6 +62,9 @@ capture1 h4096-l2-b1-compiled --seq 2048 "${l8b[@]}" --layers 2 --batch 1 --comp
 capture1 tt-h4096-l2-b1-s8192 --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan
 capture1 tt-h4096-l2-b1-s8192-compiled --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --compile
 capture1 tt-h4096-l2-b1-s8192-nnnorm --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --norm nn
+# ... with torchtitan's activation checkpointing: op-level selective (its 8B config's default) and full.
+capture1 tt-h4096-l2-b1-s8192-sacop --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --ac selective-op
+capture1 tt-h4096-l2-b1-s8192-fullac --seq 8192 "${l8b[@]}" --layers 2 --batch 1 --code torchtitan --ac full
 
 gpus=$("$py" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 if (( gpus >= 8 )); then
