@@ -126,8 +126,36 @@ TEST(ModelMemory, Llama8bPerTensorByHand) {
   // 8192 * 128,256 * 4 = 4,202,692,608 -> 4,336,910,336.
   EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16), 4336910336.0);
   // Eager log_softmax + nll_loss: at the loss's backward two more fp32 logit-sized tensors live
-  // beside the saved output: 134,217,728 + 3 x 4,202,692,608 = 12,742,295,552.
-  EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16, true), 12742295552.0);
+  // beside the saved output, 3 x 4,202,692,608 = 12,608,077,824; and the final RMSNorm runs eager
+  // with it: its FP32 input copy (4 bytes), the normalised bf16 tensor (2) and the head's input
+  // (2) per element, 8192 x 4096 x 8 = 268,435,456, and its rsqrt, 8192 x 4 = 32,768:
+  // 12,876,546,048.
+  EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16, true), 12876546048.0);
+}
+
+// The same layer in eager PyTorch (torchtitan's llama3 block, hand-written RMSNorm), per token:
+//   each RMSNorm: FP32 input copy 4096 x 4 = 16,384, normalised bf16 8,192, rsqrt 4; its output
+//   (the projections' saved input) 8,192: 2 x 32,772 = 65,544;
+//   SDPA: Q 8,192, K and V after repeat_kv 2 x 8,192, output (= wo's input) 8,192, log-sum-exp
+//   32 x 4 = 128: 32,896;
+//   SwiGLU: w1's output, silu's output, w3's output, their product: 4 x 14,336 x 2 = 114,688.
+// 213,128 bytes per token, 8192 x 213,128 = 1,745,944,576 per layer. Measured on an H100 with
+// torchtitan's model code, 8 layers, 8192 tokens (tests/data/captures/h100-sxm/tt-h4096-l8-b1-
+// s8192-ac-none and -ac-full): the peaks differ by 13,430,693,888 bytes = 204,936 per token and
+// layer, and full recompute keeps the 8,192-byte block input: 204,936 + 8,192 = 213,128.
+TEST(ModelMemory, Llama8bEagerPerTensorByHand) {
+  const ModelSpec m = find_model_preset("llama3-8b");
+  ActivationOptions o;
+  o.eager = true;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 1745944576.0);
+  EXPECT_NEAR(13430693888.0 / 8 / 8192 + 8192, 213128.0, 1.0);  // 204,936.1 + 8,192
+  // Recompute modes that keep a fixed set are the same eager or not.
+  for (Recompute r : {Recompute::kFull, Recompute::kSelectiveOp}) {
+    o.recompute = r;
+    ActivationOptions fused = o;
+    fused.eager = false;
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), activation_bytes_per_layer(m, 1, 8192, {}, fused));
+  }
 }
 
 // torchtitan's op-level selective checkpointing on the same layer keeps, per token: the block

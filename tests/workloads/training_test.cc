@@ -463,6 +463,58 @@ TEST(TrainingTensorParallel, CommOverlapHidesTheCollectivesBehindTheirGemms) {
   EXPECT_GE(on.step_time_s, off.step_time_s - tp_off - 1e-9);
 }
 
+// Llama 3 8B cut to 8 layers on one H100, seq 8192, micro-batch 1, eager, pure bf16 AdamW (no
+// master copy: 2 bytes of weights and 4 of Adam state per parameter), as captured in
+// tests/data/captures/h100-sxm/tt-h4096-l8-b1-s8192-ac-{none,selective-op,full}. Parameters: 8
+// layers of 218,112,000, embedding and head 525,336,576 each, final norm 4,096: 2,795,573,248;
+// x 6 = 16,773,439,488 bytes. With lazy gradients (PyTorch's set_to_none, the default with eager
+// kernels) the peak comes at the loss's backward, before any gradient exists: model state, the
+// layers' saved tensors and the head's 12,876,546,048 (ModelMemory.Llama8bPerTensorByHand), which
+// is larger than the working set of a recomputed layer (1,745,944,576):
+//   none:         8 x 1,745,944,576 (eager, 213,128 per token) -> 43,617,542,144 (measured 43,688,922,624)
+//   selective-op: 8 x 521,142,272 (63,616 per token)           -> 33,819,123,712 (measured 33,890,504,192)
+//   full:         8 x 67,108,864 (the block input)              -> 30,186,856,448 (measured 30,258,228,736)
+TEST(TrainingMemory, EagerPeakOfTheH100CapturesByHand) {
+  TrainingJob j = h100_job("llama3-8b");
+  j.model.layers = 8;
+  j.eager_kernels = true;
+  j.master_weights = false;
+  j.adam.optimizer = 4;
+  const double state = 2795573248.0 * 6, head = 12876546048.0;
+  const struct {
+    Recompute r;
+    double layer, measured;
+  } rows[] = {{Recompute::kNone, 1745944576.0, 43688922624.0},
+              {Recompute::kSelectiveOp, 521142272.0, 33890504192.0},
+              {Recompute::kFull, 67108864.0, 30258228736.0}};
+  for (const auto& row : rows) {
+    j.recompute = row.r;
+    const StageMemory m = build_training(j).memory[0];
+    EXPECT_DOUBLE_EQ(m.bytes.grads, 0.0);
+    EXPECT_DOUBLE_EQ(m.bytes.total(), state + 8 * row.layer + head) << kRecomputeNames.name(row.r);
+    EXPECT_NEAR(m.bytes.total() / row.measured, 1.0, 0.005) << kRecomputeNames.name(row.r);
+  }
+}
+
+TEST(TrainingMemory, LazyGradientsCountFromTheFirstBackward) {
+  // One micro-batch: the peak (after its forward) holds no gradients, persistent ones count whole:
+  // the two differ by the gradients, 2 bytes per parameter. Two micro-batches accumulate: the
+  // second forward runs after the first backward allocated them, and the peaks are equal.
+  TrainingJob j = h100_job("llama3-8b");
+  j.model.layers = 4;
+  j.seq_len = 4096;
+  j.lazy_gradients = false;
+  const MemoryBreakdown persistent = build_training(j).memory[0].bytes;
+  j.lazy_gradients = true;
+  const MemoryBreakdown lazy = build_training(j).memory[0].bytes;
+  EXPECT_DOUBLE_EQ(persistent.grads, 2 * (4 * 218112000.0 + 2 * 525336576.0 + 4096));
+  EXPECT_DOUBLE_EQ(lazy.grads, 0.0);
+  EXPECT_DOUBLE_EQ(persistent.total() - lazy.total(), persistent.grads);
+  j.global_batch = 2;
+  EXPECT_DOUBLE_EQ(build_training(j).memory[0].bytes.total(), persistent.total());
+  EXPECT_DOUBLE_EQ(build_training(j).memory[0].bytes.grads, persistent.grads);
+}
+
 TEST(TrainingMemory, OutOfMemoryNamesTheStageAndTheLargestPart) {
   // Llama 3 70B on 8 GPUs with only TP 8: 70.6e9 params x 16 bytes / 8 = 141 GB per rank of model
   // state alone, far above 80 GB.
@@ -584,9 +636,10 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   // training.h count them): each RMSNorm 36 - 4 = 32 more forward, (80 + 8) - 6 = 82 more backward;
   // RoPE 20 - 4 = 16 more each way; SwiGLU's activation 10 - 6 = 4 forward and 18 - 10 = 8
   // backward; the loss 14 - 2 = 12 and 22 - 4 = 18; AdamW 80 - 32 = 48; the attention's copies
-  // (q = tokens x 8 x 128 = n query elements, K and V 2 x tokens x 2 x 128 = n / 2) forward the
-  // output's transpose 2 x 2 n and repeat_kv's 2 (n / 2 + 2 n), backward its sums 2 (2 n + n / 2):
-  // 14 n. A layer: 2 x 114 n + 14 n + 32 e + 12 f; the head: 114 n (final norm) + 30 l. The
+  // (q = tokens x 8 x 128 = n query elements, K and V 2 x tokens x 2 x 128 = n / 2) forward
+  // repeat_kv's 2 (n / 2 + 2 n), backward its sums 2 (2 n + n / 2): 10 n (the output's transpose
+  // is free: cuDNN writes it in the layout the out-projection reads). A layer: 2 x 114 n + 10 n +
+  // 32 e + 12 f; the head: 114 n (final norm) + 30 l. The
   // unvectorized kernels' element rate and the foreach kernels' own efficiency are off here (their
   // own tests below).
   auto job = small_llama_job();
@@ -600,12 +653,12 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   const double eager = run_step(job, t).step_time_s;
   const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, f = tokens * 4096, l = tokens * 32000;
   const double params = static_cast<double>(stage_params_per_rank(job.model, 2, true, true, 1, 1));
-  const double extra = 2 * (228 * n + 14 * n + 32 * e + 12 * f) + 114 * n + 30 * l + 48 * params;
+  const double extra = 2 * (228 * n + 10 * n + 32 * e + 12 * f) + 114 * n + 30 * l + 48 * params;
   EXPECT_NEAR(eager - fused, extra / (3.35e12 * 0.85), 50e-9);  // each op rounded to 1 ns
   // The kernels: with a gap of 1 us each, eager's extra kernels add 1 us apiece. Per layer, each
   // RMSNorm 8 - 1 forward and (13 + 2) - 2 backward (20), RoPE 6 - 1 each way (10), SwiGLU's
-  // activation 1 forward and 2 backward (3), the attention's copies 3 forward and 2 backward (5):
-  // 2 x 20 + 10 + 3 + 5 = 58; the head: 20 (final norm) +
+  // activation 1 forward and 2 backward (3), the attention's copies 2 forward and 2 backward (4):
+  // 2 x 20 + 10 + 3 + 4 = 57; the head: 20 (final norm) +
   // 2 + 3 (loss: 3 - 1 forward, 4 - 1 backward); the optimizer 8 passes x ceil(P / (320 x 65,536))
   // launches (PyTorch's multi_tensor_apply), less the fused one.
   job.profile.kernel_gap = sim::Time::us(1);
@@ -613,7 +666,7 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   job.eager_kernels = false;
   const double fused_gap = run_step(job, t).step_time_s;
   const double optimizer_kernels = 8 * std::ceil(params / (320.0 * 65536.0)) - 1;
-  EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 58 + 25 + optimizer_kernels) * 1e-6, 100e-9);
+  EXPECT_NEAR((eager_gap - fused_gap) - (eager - fused), (2 * 57 + 25 + optimizer_kernels) * 1e-6, 100e-9);
   // PyTorch's foreach AdamW at its own fraction of the HBM (foreach_efficiency; the H100's
   // measured 0.725): the eager step grows by its 80 bytes per parameter at 3.35 TB/s x 0.725
   // instead of x 0.85.
@@ -630,7 +683,8 @@ TEST(TrainingKernels, AnEagerLossUnderFusedKernels) {
   // unvectorized rate off: the step grows by the extra bytes over the HBM rate of the loss, 12 l
   // forward and 18 l backward, and of the final norm, which sits outside the compiled blocks too,
   // 32 n and 82 n (the test above); the peak memory by two fp32 logit tensors, 2 x 4 l =
-  // 262,144,000 bytes.
+  // 262,144,000 bytes, and the eager final norm's FP32 input copy, 4 bytes per element and its
+  // rsqrt, 4 per token: 4 n + 4 x 1024 = 4,198,400 bytes.
   auto job = small_llama_job();
   job.profile.kernel_gap = sim::Time::zero();
   job.profile.unvectorized_elementwise_rate = 0;
@@ -641,7 +695,7 @@ TEST(TrainingKernels, AnEagerLossUnderFusedKernels) {
   const double eager_loss = run_step(job, t).step_time_s;
   const double l = 1024.0 * 32000, n = 1024.0 * 1024;
   EXPECT_NEAR(eager_loss - fused, (30 * l + 114 * n) / (3.35e12 * 0.85), 10e-9);
-  EXPECT_DOUBLE_EQ(build_training(job).memory[0].bytes.activations - fused_mem, 2 * 4 * l);
+  EXPECT_DOUBLE_EQ(build_training(job).memory[0].bytes.activations - fused_mem, 2 * 4 * l + 4 * n + 4 * 1024);
 }
 
 TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
@@ -652,8 +706,8 @@ TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
   // each RMSNorm forward x.float(), x * r, * weight: 3 n elements, (12 + 3 ee) n = 18 n bytes;
   // backward g * weight, to FP32, g * r, mean's divide: 4 n, (16 + 3 ee) n = 22 n; RoPE the cast
   // to FP32 and the complex product (e / 2 complex numbers) each way: 1.5 e and (12 + ee) e = 14 e
-  // per direction; the attention's copies (forward only: the output's transpose n and repeat_kv
-  // 2 n, bytes 2 ee n + ee (n / 2 + 2 n) = 9 n). The head: the final norm and the loss's cast
+  // per direction; the attention's copies (forward only: repeat_kv's 2 n, bytes ee (n / 2 + 2 n)
+  // = 5 n). The head: the final norm and the loss's cast
   // to FP32 (l elements, (ee + 4) l bytes).
   auto job = small_llama_job();
   job.eager_kernels = true;
@@ -665,19 +719,19 @@ TEST(TrainingKernels, EagerUnvectorizedKernelsRunAtTheirElementRate) {
   job.profile.unvectorized_elementwise_rate = r;
   const double element_bound = run_step(job, t).step_time_s;
   const double tokens = 1024, n = tokens * 1024, e = tokens * (8 + 2) * 128, l = tokens * 32000;
-  const double elems = 2 * (2 * 7 * n + 3 * e + 3 * n) + 7 * n + l;
-  const double bytes = 2 * (2 * 40 * n + 28 * e + 9 * n) + 40 * n + 6 * l;
+  const double elems = 2 * (2 * 7 * n + 3 * e + 2 * n) + 7 * n + l;
+  const double bytes = 2 * (2 * 40 * n + 28 * e + 5 * n) + 40 * n + 6 * l;
   EXPECT_NEAR(element_bound - bandwidth_only, elems / r - bytes / (3.35e12 * 0.85), 100e-9);
   // The catalog's H100 rate, 320 G elements/s (measured): each pass part takes the longer of its
   // unvectorized elements' time and their bytes' time. Per element at 2.8475 TB/s and 320 G/s:
-  // the norms (3 n and 18 n forward, 4 n and 22 n backward), the copies (3 n, 9 n) and the loss's
+  // the norms (3 n and 18 n forward, 4 n and 22 n backward), the copies (2 n, 5 n) and the loss's
   // cast (l, 6 l) are bound by their elements; RoPE's 1.5 e against 14 e bytes by its bytes
   // (4.69 ps < 4.92 ps per element), so it adds nothing.
   const double hbm = 3.35e12 * 0.85;
   job.profile.unvectorized_elementwise_rate = topo::default_profile(topo::find_gpu("h100-sxm")).unvectorized_elementwise_rate;
   EXPECT_DOUBLE_EQ(job.profile.unvectorized_elementwise_rate, 320e9);
   auto more = [&](double el, double by) { return std::max(0.0, el / 320e9 - by / hbm); };
-  const double layer = 2 * (more(3 * n, 18 * n) + more(4 * n, 22 * n)) + more(3 * n, 9 * n) + 2 * more(1.5 * e, 14 * e);
+  const double layer = 2 * (more(3 * n, 18 * n) + more(4 * n, 22 * n)) + more(2 * n, 5 * n) + 2 * more(1.5 * e, 14 * e);
   const double head = more(3 * n, 18 * n) + more(4 * n, 22 * n) + more(l, 6 * l);
   EXPECT_NEAR(run_step(job, t).step_time_s - bandwidth_only, 2 * layer + head, 100e-9);
 }

@@ -340,6 +340,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
   c["kernels"] = j.eager_kernels ? "eager" : "fused";
   c["loss"] = j.loss_eager() ? "eager" : "fused";
+  c["gradients"] = j.gradients_lazy() ? "lazy" : "persistent";
   c["master_weights"] = j.master_weights;
   if (j.precision == Precision::kFp8) c["fp8_recipe"] = j.fp8_tensorwise ? "tensorwise" : "delayed";
   out["config"] = c;

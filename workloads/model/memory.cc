@@ -76,6 +76,7 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
   const double kv_cols = 2.0 * static_cast<double>(local_kv_heads(spec, shape.tp)) * hd;
   const double ffn = static_cast<double>(spec.ffn_hidden / shape.tp);
   const double mask = opt.dropout ? 1.0 : 0.0;  // 1-byte masks
+  const double heads = static_cast<double>(local_q_heads(spec, shape.tp));
 
   // Sequence-shaped, replicated over TP without SP: 2 norm inputs, QKV input, MLP input (all e
   // bytes) and the two dropout masks after the out-projection and the MLP.
@@ -88,7 +89,6 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     // its FP32 log-sum-exp per query head, and the outputs of the odd-numbered aten.mm calls in
     // forward order (wq, wk, wv, wo, w1, w3, w2 for SwiGLU: wq, wv, w1, w2; with a GELU MLP wq, wv,
     // up). FP8 linear layers call torch._scaled_mm, not in the save list: none kept.
-    const double heads = static_cast<double>(local_q_heads(spec, shape.tp));
     double kept = n * h * e / seq_shard + n * q_cols * e + 4.0 * n * heads;
     // With sequence parallelism the two reduce-scatters' outputs (after wo and w2), also in the
     // save list: sequence shards of the block's width.
@@ -105,9 +105,25 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     }
     return kept;
   }
+  if (opt.eager) {
+    // Eager PyTorch keeps what each ATen op's backward needs (torchtitan's llama3 block, its
+    // hand-written RMSNorm): per RMSNorm the FP32 copy of its input (which pow and the rsqrt
+    // multiply save), the normalised 16-bit tensor the weight multiplies and the rsqrt (4 bytes
+    // per token); LayerNorm (one native_layer_norm) its input, mean and rstd (8 bytes per token).
+    // Per norm, its output, which the projections after it save. SDPA's Q, its K and V after
+    // repeat_kv (the query heads' width each), its output (the out-projection's saved input: no
+    // copy, see layer_ops' attn_copies) and its FP32 log-sum-exp per head. SwiGLU: w1's output
+    // (silu's input), silu's output and w3's output (the multiply's operands) and their product
+    // (w2's input); GELU: its input and output.
+    const double norms = spec.parallel_block ? 1.0 : 2.0;
+    const double per_norm = spec.norm == NormKind::kRmsNorm ? n * h * (4.0 + e) + 4.0 * n : n * h * e + 8.0 * n;
+    replicated = norms * (per_norm + n * h * e) + 2.0 * n * h * mask;
+    sharded = 4.0 * n * q_cols * e + 4.0 * n * heads;
+    sharded += n * ffn * e * (spec.mlp == MlpKind::kSwiGlu ? 4.0 : 2.0);
+  }
   if (!opt.flash_attention && opt.recompute == Recompute::kNone) {
     // s x s per local query head: softmax output, and with dropout its mask and output.
-    const double scores = n * static_cast<double>(seq_len) * static_cast<double>(local_q_heads(spec, shape.tp));
+    const double scores = n * static_cast<double>(seq_len) * heads;
     sharded += scores * (e + (opt.dropout ? 1.0 + e : 0.0));
   }
   return replicated / seq_shard + sharded;
@@ -122,7 +138,11 @@ double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t
   const double h = static_cast<double>(spec.hidden);
   const double seq_shard = sp ? static_cast<double>(shape.tp) : 1.0;
   const double logits = n * static_cast<double>(local_vocab(spec, shape.tp)) * 4.0;
-  return 2.0 * n * h * e / seq_shard + logits * (eager_loss ? 3.0 : 1.0);
+  // The final norm's saved tensors and the head's input; an eager final norm (it runs eager with
+  // an eager loss) keeps what activation_bytes_per_layer's eager count gives a norm.
+  const bool eager_rms = eager_loss && spec.norm == NormKind::kRmsNorm;
+  const double norm = eager_rms ? n * h * (4.0 + 2.0 * e) + 4.0 * n : 2.0 * n * h * e;
+  return norm / seq_shard + logits * (eager_loss ? 3.0 : 1.0);
 }
 
 int64_t inflight_microbatches_1f1b(int64_t pp, int64_t stage, int64_t microbatches) {

@@ -84,6 +84,11 @@ struct ActivationOptions {
   bool flash_attention = true;
   bool dropout = false;  // GPT/Megatron train with dropout (masks stored); Llama 3 does not
   Precision precision = Precision::kBf16;  // element size of stored activations
+  // Eager PyTorch (training.kernels: eager) with recompute none or selective: the tensors its
+  // ATen ops save, counted as activation_bytes_per_layer says (RMSNorm's FP32 input copies,
+  // repeat_kv's K and V, silu's output); 213,128 bytes per token for Llama 3 8B's block, as
+  // measured on an H100 (tests/data/captures/h100-sxm/tt-h4096-l8-*), against 139,264 fused.
+  bool eager = false;
 };
 
 // Per-tensor count for any ModelSpec, one layer, one micro-batch, one rank. Stored tensors:
@@ -97,7 +102,8 @@ struct ActivationOptions {
 double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                                   const ParallelShape& shape, const ActivationOptions& options);
 
-// Last stage extras per micro-batch: final-norm input, LM-head input (both / tp with SP) and the
+// Last stage extras per micro-batch: final-norm input, LM-head input (both / tp with SP; with an
+// eager loss an RMSNorm keeps its FP32 input copy, normalised tensor and rsqrt instead) and the
 // fp32 logits kept for the cross-entropy backward (b*(s/cp)*ceil(V/tp)*4) -- large for a 128K
 // vocabulary. `eager_loss`: the loss runs as eager PyTorch's log_softmax and nll_loss, whose
 // backward holds two more fp32 logit-sized tensors beside the saved log-softmax output at its

@@ -675,6 +675,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ao.recompute = job.recompute;
   ao.flash_attention = job.flash_attention;
   ao.precision = job.precision;
+  ao.eager = job.eager_kernels;
   double act_layer = activation_bytes_per_layer(job.model, b, s, shape, ao);
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
@@ -701,14 +702,25 @@ TrainingPlan build_training(const TrainingJob& job) {
     mem.stage = st;
     mem.bytes = model_state_memory(static_cast<int64_t>(params), job.grad_group(), zero, job.adam);
     const double act_chunk = layers_held / static_cast<double>(job.virtual_stages) * act_layer;
-    // The peak of activations in flight plus, where FSDP defers its gradient sync, the unsharded
-    // gradients accumulated so far (a chunk's from its first backward on).
+    // The peak of activations in flight plus the gradients that exist by then, where they come
+    // and go within the step: FSDP's unsharded accumulators where it defers its gradient sync (a
+    // chunk's from its first backward on), or with lazy gradients each chunk's (sharded) gradients
+    // from its first backward on. Persistent gradients count whole at any point.
+    const bool deferred = job.fsdp_defers_grad_sync();
+    // Beside the stashed activations, while any are held: the head's (the last chunk's loss and
+    // logits, one micro-batch's) or the working set of the layer being recomputed, whichever is
+    // larger: the head's are freed by its backward before the first layer is recomputed.
+    const double transient = std::max(has_head ? act_head : 0.0, job.recomputes_layers() ? act_layer_full : 0.0);
     double accumulated = 0;
     mem.in_flight_chunks = in_flight;
-    if (job.fsdp_defers_grad_sync()) {
+    if (deferred || job.gradients_lazy()) {
       std::vector<double> chunk_grad(static_cast<size_t>(job.virtual_stages), 0);
-      for (int64_t c = 0; c < job.virtual_stages; ++c)
-        chunk_grad[static_cast<size_t>(c)] = split.chunk(c * job.pp + st) * job.fsdp_reduce_bytes();
+      for (int64_t c = 0; c < job.virtual_stages; ++c) {
+        const double p = split.chunk(c * job.pp + st);
+        chunk_grad[static_cast<size_t>(c)] =
+            deferred ? p * job.fsdp_reduce_bytes()
+                     : model_state_memory(static_cast<int64_t>(p), job.grad_group(), zero, job.adam).grads;
+      }
       const bool split_w = job.schedule == PipelineSchedule::kZeroBubbleH1;
       int32_t live = 0;
       double acc = 0, best = -1;
@@ -718,8 +730,9 @@ TrainingPlan build_training(const TrainingJob& job) {
           acc += chunk_grad[static_cast<size_t>(w.chunk)];
           chunk_grad[static_cast<size_t>(w.chunk)] = 0;
         }
-        if (live * act_chunk + acc > best) {
-          best = live * act_chunk + acc;
+        const double held = live * act_chunk + (live > 0 ? transient : 0.0) + acc;
+        if (held > best) {
+          best = held;
           mem.in_flight_chunks = live;
           accumulated = acc;
         }
@@ -727,9 +740,9 @@ TrainingPlan build_training(const TrainingJob& job) {
     }
     // Deferred, the sharded gradients exist only from the reduce-scatters at the step's end, when
     // the accumulators go (torchtitan zeroes gradients with set_to_none): the larger of the two.
-    if (job.fsdp_defers_grad_sync()) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
-    mem.bytes.activations = mem.in_flight_chunks * act_chunk + (has_head ? act_head : 0);
-    if (job.recomputes_layers()) mem.bytes.activations += act_layer_full;  // the layer being recomputed
+    if (deferred) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
+    else if (job.gradients_lazy()) mem.bytes.grads = accumulated;
+    mem.bytes.activations = mem.in_flight_chunks > 0 ? mem.in_flight_chunks * act_chunk + transient : 0;
     if (job.data_parallel == DataParallel::kFsdp) {
       // Gathered parameters: the layers in flight (and the head, kept between its forward and
       // backward unless the policy is "always"), or all of the stage's where they stay gathered
