@@ -515,6 +515,30 @@ TEST(TrainingMemory, LazyGradientsCountFromTheFirstBackward) {
   EXPECT_DOUBLE_EQ(build_training(j).memory[0].bytes.grads, persistent.grads);
 }
 
+TEST(TrainingMemory, EagerOptimizerTemporaryIsThePeakWhenTheModelStateOutweighsActivations) {
+  // Llama 3 70B's layer shape, 2 layers, seq 2048, micro-batch 1, eager, pure bf16 AdamW, as
+  // captured in tests/data/captures/h100-sxm/h8192-l2-b1: 3,812,663,296 parameters (the capture's
+  // own count). At the optimizer step every gradient exists, no activation does, and foreach
+  // AdamW's sqrt of exp_avg_sq is one more bf16 copy of the parameters: 2 (weights) + 2
+  // (gradients) + 4 (m, v) + 2 = 10 bytes per parameter, 38,126,632,960 bytes (measured
+  // 38,194,809,856). The activation peak is smaller: 6 bytes per parameter, 22.9 GB, plus the
+  // layers' 2 x 213,128-byte-per-token tensors and the loss's 3 x 2048 x 128,256 x 4, 3.2 GB.
+  TrainingJob j = h100_job("llama3-70b");
+  j.model.layers = 2;
+  j.seq_len = 2048;
+  j.eager_kernels = true;
+  j.master_weights = false;
+  j.adam.optimizer = 4;
+  const StageMemory m = build_training(j).memory[0];
+  EXPECT_EQ(m.in_flight_chunks, 0);
+  EXPECT_DOUBLE_EQ(m.bytes.activations, 0.0);
+  EXPECT_DOUBLE_EQ(m.bytes.total(), 3812663296.0 * 10);
+  EXPECT_NEAR(m.bytes.total() / 38194809856.0, 1.0, 0.005);
+  // Fused kernels (a fused Adam) allocate no temporary.
+  j.eager_kernels = false;
+  EXPECT_DOUBLE_EQ(build_training(j).memory[0].bytes.optimizer, 3812663296.0 * 4);
+}
+
 TEST(TrainingMemory, OutOfMemoryNamesTheStageAndTheLargestPart) {
   // Llama 3 70B on 8 GPUs with only TP 8: 70.6e9 params x 16 bytes / 8 = 141 GB per rank of model
   // state alone, far above 80 GB.

@@ -701,6 +701,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     StageMemory mem;
     mem.stage = st;
     mem.bytes = model_state_memory(static_cast<int64_t>(params), job.grad_group(), zero, job.adam);
+    const MemoryBreakdown full_state = mem.bytes;
     const double act_chunk = layers_held / static_cast<double>(job.virtual_stages) * act_layer;
     // The peak of activations in flight plus the gradients that exist by then, where they come
     // and go within the step: FSDP's unsharded accumulators where it defers its gradient sync (a
@@ -743,6 +744,21 @@ TrainingPlan build_training(const TrainingJob& job) {
     if (deferred) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
     else if (job.gradients_lazy()) mem.bytes.grads = accumulated;
     mem.bytes.activations = mem.in_flight_chunks > 0 ? mem.in_flight_chunks * act_chunk + transient : 0;
+    // Eager PyTorch's foreach AdamW allocates one temporary the size of its second-moment state
+    // (torch/optim/adamw.py, _multi_tensor_adamw: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)),
+    // while every (sharded) gradient exists and no activation does: the step's end, which is the
+    // peak where the model state outweighs the activations (tests/data/captures/h100-sxm/
+    // h8192-l2-b1: 2 bytes per parameter above weights, gradients and states).
+    if (job.eager_kernels) {
+      const double state_bytes = job.master_weights ? 4.0 : job.adam.param;  // v's element
+      const double temp = full_state.optimizer * state_bytes / job.adam.optimizer;
+      if (full_state.grads + temp > mem.bytes.grads + mem.bytes.activations) {
+        mem.bytes.grads = full_state.grads;
+        mem.bytes.optimizer += temp;
+        mem.bytes.activations = 0;
+        mem.in_flight_chunks = 0;
+      }
+    }
     if (job.data_parallel == DataParallel::kFsdp) {
       // Gathered parameters: the layers in flight (and the head, kept between its forward and
       // backward unless the policy is "always"), or all of the stage's where they stay gathered
