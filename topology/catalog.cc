@@ -91,6 +91,13 @@ const std::vector<GpuSpec>& gpu_table() {
       // A plain dense matmul loop on an H100 reaches about 80% of peak once matrices are about
       // 8k x 8k (Stanford CS336 2025 lecture benchmark). Other entries use it until measured.
       g.gemm_efficiency = 0.80;
+      // FP8 GEMMs (torch._scaled_mm, e4m3 x e4m3 -> bf16, one scale per tensor) at Llama 3 8B's
+      // linear shapes with 8,192 tokens reach 62-70% of the 1,979 TF FP8 peak where BF16 ones reach
+      // 75-79% of theirs (median 0.68; scripts/capture/gemm_bench.py, tests/data/captures/h100-sxm/
+      // gemm-bench/gemm.json, PyTorch 2.11, cuBLAS's nvjet kernels, before the board's power limit
+      // lowered the clock). Not the default: with it torchtitan's Table 1 Float8 gain comes out 1.16
+      // where 1.28 was published (TrainingPrecision.TensorwiseFp8GainIsTorchtitansTable1); set
+      // `cluster.profile.fp8_gemm_efficiency: 0.68` to run it.
       // cuDNN's fused attention (cuDNN 9.19 under PyTorch 2.11 SDPA; Transformer Engine's default
       // backend on Hopper is the same library) as `clustersim calibrate` fits it from the H100 SXM
       // captures in tests/data/captures/h100-sxm (workloads/scenarios/profiles/h100-sxm-pytorch-2.11.yaml):

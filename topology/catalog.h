@@ -48,6 +48,8 @@ struct GpuSpec {
   // the default of the hardware profile (topology/hardware_profile.h); each entry says where its
   // value comes from.
   double gemm_efficiency = 0.80;
+  // FP8 GEMMs' fraction of the FP8 peak (0: gemm_efficiency); each entry says where it comes from.
+  double fp8_gemm_efficiency = 0;
   // Fused attention (FlashAttention-style kernels): the hardware profile's defaults for the
   // forward's fraction of the tensor peak, the backward's (0: the forward's) and each direction's
   // sequence overhead in keys (topology/hardware_profile.h); each entry says where they come from.

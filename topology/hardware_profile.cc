@@ -15,6 +15,7 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   HardwareProfile p;
   // GEMM: the catalog entry's own figure (catalog.cc cites each).
   p.gemm_efficiency = gpu.gemm_efficiency;
+  p.fp8_gemm_efficiency = gpu.fp8_gemm_efficiency;
   // Attention core: the catalog entry's (measured on Hopper; elsewhere 0.55: FlashAttention-2
   // reports 50-73% of A100 peak forward and less backward, Dao, arXiv 2307.08691, 2023).
   p.attention_efficiency = gpu.attention_efficiency;
@@ -176,6 +177,10 @@ namespace {
 // Reads every profile key of map `m` with `p`'s values as defaults (so they are written into m).
 void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, bool nvlink_sharp) {
   p.gemm_efficiency = m.get_double_in("gemm_efficiency", 0.01, 1.0, p.gemm_efficiency);
+  p.fp8_gemm_efficiency = m.get_double_in("fp8_gemm_efficiency", 0.0, 1.0, p.fp8_gemm_efficiency);
+  if (p.fp8_gemm_efficiency > 0 && p.fp8_gemm_efficiency < 0.01)
+    m.child("fp8_gemm_efficiency")
+        .fail("must be 0 (gemm_efficiency's) or between 0.01 and 1, got " + std::to_string(p.fp8_gemm_efficiency));
   p.attention_efficiency = m.get_double_in("attention_efficiency", 0.01, 1.0, p.attention_efficiency);
   p.attention_backward_efficiency =
       m.get_double_in("attention_backward_efficiency", 0.0, 1.0, p.attention_backward_efficiency);

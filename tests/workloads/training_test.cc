@@ -967,6 +967,24 @@ TEST(TrainingPrecision, TensorwiseFp8GainIsTorchtitansTable1) {
   EXPECT_GT(run_step(j, node).tokens_per_s / bf16, 1.35);  // outside the 5%: the casts are what closes it
 }
 
+TEST(TrainingPrecision, Fp8GemmEfficiencyAppliesToTheFp8GemmsOnly) {
+  // The profile's fp8_gemm_efficiency (0: gemm_efficiency) sets the FP8 GEMMs' fraction of the
+  // FP8 peak: equal to gemm_efficiency it changes nothing; lower, the FP8 step slows; a BF16 job
+  // has no FP8 GEMM and does not change.
+  TrainingJob j = small_llama_job();
+  j.precision = Precision::kFp8;
+  auto t = free_network(1);
+  const double base = run_step(j, t).step_time_s;
+  j.profile.fp8_gemm_efficiency = j.profile.gemm_efficiency;
+  EXPECT_DOUBLE_EQ(run_step(j, t).step_time_s, base);
+  j.profile.fp8_gemm_efficiency = j.profile.gemm_efficiency / 2;
+  EXPECT_GT(run_step(j, t).step_time_s, base * 1.05);
+  j.precision = Precision::kBf16;
+  const double bf16_slow = run_step(j, t).step_time_s;
+  j.profile.fp8_gemm_efficiency = 0;
+  EXPECT_DOUBLE_EQ(run_step(j, t).step_time_s, bf16_slow);
+}
+
 // FLOPs by kernel class in rank 0's program (GEMM + attention: Korthikanti's count excludes the
 // vector work of norms and activations).
 double matmul_flops(const TrainingJob& job) {

@@ -118,7 +118,7 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     const double norms = spec.parallel_block ? 1.0 : 2.0;
     const double per_norm = spec.norm == NormKind::kRmsNorm ? n * h * (4.0 + e) + 4.0 * n : n * h * e + 8.0 * n;
     replicated = norms * (per_norm + n * h * e) + 2.0 * n * h * mask;
-    sharded = 4.0 * n * q_cols * e + 4.0 * n * heads;
+    sharded = 4.0 * n * q_cols * e + (opt.flash_attention ? 4.0 * n * heads : 0.0);
     sharded += n * ffn * e * (spec.mlp == MlpKind::kSwiGlu ? 4.0 : 2.0);
   }
   if (!opt.flash_attention && opt.recompute == Recompute::kNone) {
@@ -130,7 +130,8 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
 }
 
 double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision, bool eager_loss) {
+                             const ParallelShape& shape, Precision precision, bool eager_loss,
+                             bool eager_norm) {
   (void)head_ops(spec, micro_batch, seq_len, shape, precision);  // validation
   const double e = static_cast<double>(elementwise_bytes(precision));
   const bool sp = shape.sequence_parallel && shape.tp > 1;
@@ -138,9 +139,10 @@ double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t
   const double h = static_cast<double>(spec.hidden);
   const double seq_shard = sp ? static_cast<double>(shape.tp) : 1.0;
   const double logits = n * static_cast<double>(local_vocab(spec, shape.tp)) * 4.0;
-  // The final norm's saved tensors and the head's input; an eager final norm (it runs eager with
-  // an eager loss) keeps what activation_bytes_per_layer's eager count gives a norm.
-  const bool eager_rms = eager_loss && spec.norm == NormKind::kRmsNorm;
+  // The final norm's saved tensors and the head's input; an eager final norm (eager kernels, or an
+  // eager loss, beside which it runs eager) keeps what activation_bytes_per_layer's eager count
+  // gives a norm.
+  const bool eager_rms = (eager_loss || eager_norm) && spec.norm == NormKind::kRmsNorm;
   const double norm = eager_rms ? n * h * (4.0 + 2.0 * e) + 4.0 * n : 2.0 * n * h * e;
   return norm / seq_shard + logits * (eager_loss ? 3.0 : 1.0);
 }

@@ -109,7 +109,8 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
 // backward holds two more fp32 logit-sized tensors beside the saved log-softmax output at its
 // peak (nll_loss's zero-filled gradient, and log_softmax's gradient written to a new tensor).
 double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
-                             const ParallelShape& shape, Precision precision, bool eager_loss = false);
+                             const ParallelShape& shape, Precision precision, bool eager_loss = false,
+                             bool eager_norm = false);
 
 // Micro-batches whose activations stage `stage` holds at peak under 1F1B: min(pp - stage, m)
 // (Megatron SC'21 §2.2); under GPipe all m.

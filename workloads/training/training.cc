@@ -196,6 +196,10 @@ class Coster {
     // fp8 peak / bf16 peak times for time (never for MFU: `model` is unchanged).
     if (o.cls == OpClass::kGemm && o.bf16_under_fp8 && job_.non_gemm_peak_flops() > 0)
       f *= job_.peak_flops() / job_.non_gemm_peak_flops();
+    // An FP8 GEMM reaches fp8_gemm_efficiency of the FP8 peak, not the GEMM class's
+    // gemm_efficiency: its FLOPs count gemm / fp8 efficiency times for time (never for MFU).
+    else if (o.cls == OpClass::kGemm && job_.precision == Precision::kFp8 && job_.profile.fp8_gemm_efficiency > 0)
+      f *= job_.profile.gemm_efficiency / job_.profile.fp8_gemm_efficiency;
     if (o.cls == OpClass::kGemm) {
       gemm_term(o, part, f, t);
     } else if (o.cls == OpClass::kAttention && job_.flash_attention) {
@@ -680,7 +684,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
   double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
-  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.loss_eager());
+  double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.loss_eager(), job.eager_kernels);
   int zero = job.data_parallel == DataParallel::kDdp ? 0
              : job.data_parallel == DataParallel::kZero1 ? 1
              : job.data_parallel == DataParallel::kZero2 ? 2
@@ -739,9 +743,10 @@ TrainingPlan build_training(const TrainingJob& job) {
         }
       }
     }
-    // Deferred, the sharded gradients exist only from the reduce-scatters at the step's end, when
-    // the accumulators go (torchtitan zeroes gradients with set_to_none): the larger of the two.
-    if (deferred) mem.bytes.grads = std::max(mem.bytes.grads, accumulated);
+    // Deferred and lazy, the sharded gradients exist only from the reduce-scatters at the step's
+    // end, when the accumulators go (torchtitan zeroes gradients with set_to_none): the larger of
+    // the two; persistent, they are there beside the accumulators.
+    if (deferred) mem.bytes.grads = job.gradients_lazy() ? std::max(mem.bytes.grads, accumulated) : mem.bytes.grads + accumulated;
     else if (job.gradients_lazy()) mem.bytes.grads = accumulated;
     mem.bytes.activations = mem.in_flight_chunks > 0 ? mem.in_flight_chunks * act_chunk + transient : 0;
     // Eager PyTorch's foreach AdamW allocates one temporary the size of its second-moment state

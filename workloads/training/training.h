@@ -129,15 +129,16 @@ struct TrainingJob {
   // Unset: as eager_kernels (loss_eager()).
   std::optional<bool> eager_loss;
   bool loss_eager() const { return eager_loss.value_or(eager_kernels); }
-  // `training.gradients: lazy` (default with `kernels: eager`): each step's backward allocates the
+  // `training.gradients: lazy` (default with `kernels: eager` or FSDP, which is PyTorch's FSDP2
+  // here): each step's backward allocates the
   // gradients and the optimizer step's zero_grad(set_to_none=True) frees them (PyTorch's default
   // since 2.0; torchtitan, FSDP2), so a stage's gradients count from its first backward on and an
   // activation peak before it holds none (measured: tests/data/captures/h100-sxm/tt-h4096-l8-*
   // peak at the loss's backward with no gradients). `persistent` (default otherwise): a buffer
   // that lives through the step (Megatron-LM's grad buffer, DeepSpeed's contiguous gradients).
-  // Unset: as eager_kernels (gradients_lazy()).
+  // Unset: lazy with eager kernels or FSDP (gradients_lazy()).
   std::optional<bool> lazy_gradients;
-  bool gradients_lazy() const { return lazy_gradients.value_or(eager_kernels); }
+  bool gradients_lazy() const { return lazy_gradients.value_or(eager_kernels || data_parallel == DataParallel::kFsdp); }
   // `training.fp8_recipe: tensorwise`: FP8 GEMMs pay their operands' scaling and casts as kernels
   // of their own (torchao Float8Linear with tensorwise dynamic scaling, as torchtitan runs FP8;
   // OpOptions::fp8_tensorwise_casts). `delayed` (the default): Transformer Engine's delayed

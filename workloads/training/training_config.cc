@@ -94,7 +94,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
   j.eager_loss = t.get_enum("loss", {"fused", "eager"}, j.eager_kernels ? "eager" : "fused") == "eager";
-  j.lazy_gradients = t.get_enum("gradients", {"persistent", "lazy"}, j.eager_kernels ? "lazy" : "persistent") == "lazy";
+  if (t.has("gradients")) j.lazy_gradients = t.get_enum("gradients", {"persistent", "lazy"}) == "lazy";
   j.master_weights = t.get_bool("master_weights", true);
   if (!j.master_weights) {
     if (j.precision == Precision::kFp32)
