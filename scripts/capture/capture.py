@@ -52,6 +52,10 @@ def parse_args(argv=None):
                    "(torch.utils.checkpoint of every block) or selective-op (torchtitan's op-level SAC: keep "
                    "the outputs of aten.mm except every second call in a block, of SDPA, reduce_scatter and "
                    "aten.max; recompute the rest)")
+    m.add_argument("--fp8", choices=["none", "tensorwise"], default="none",
+                   help="tensorwise: the blocks' linear layers in FP8 with torchao's dynamic tensorwise scaling "
+                   "(e4m3 forward, e5m2 gradients, torch._scaled_mm; the output layer stays BF16), as torchtitan's "
+                   "Float8 converter runs them; needs a GPU with FP8 (Hopper or newer)")
     r = p.add_argument_group("run")
     r.add_argument("--seq", type=int, default=2048, help="sequence length (default 2048)")
     r.add_argument("--batch", type=int, default=1, help="micro-batch per data-parallel rank (default 1)")
@@ -100,6 +104,14 @@ def check_args(a, world):
         die(f"--heads {a.heads} and --kv-heads {a.kv_heads} must both be multiples of --tp {a.tp}")
     if a.ffn % a.tp:
         die(f"--ffn {a.ffn} is not a multiple of --tp {a.tp}")
+    if a.fp8 != "none":
+        if a.device != "cuda":
+            die("--fp8 needs --device cuda (torch._scaled_mm runs on FP8 tensor cores)")
+        for name in ("hidden", "ffn"):
+            if getattr(a, name) % (16 * a.tp):
+                die(f"--fp8: --{name} {getattr(a, name)} must be a multiple of 16 x tp (torch._scaled_mm's shapes)")
+        if (a.batch * a.seq) % 16:
+            die(f"--fp8: --batch x --seq = {a.batch * a.seq} tokens must be a multiple of 16 (torch._scaled_mm's shapes)")
 
 
 def model_flops(a, dp):

@@ -47,6 +47,58 @@ class _ReduceFromTP(torch.autograd.Function):
         return grad, None
 
 
+def _to_fp8(t, dtype):
+    """torchao's dynamic tensorwise scaling (float8/float8_scaling_utils.py, hp_tensor_to_float8_dynamic):
+    scale = FP8 max / amax(|t|) in FP32, cast t * scale with saturation; returns the FP8 tensor and
+    1 / scale, which torch._scaled_mm multiplies back."""
+    fmax = torch.finfo(dtype).max
+    amax = t.abs().max().float().clamp(min=1e-12)
+    scale = fmax / amax
+    return (t.float() * scale).clamp(-fmax, fmax).to(dtype), scale.reciprocal()
+
+
+class _Float8Matmul(torch.autograd.Function):
+    """y = x W^T with torchao's Float8Linear recipe "tensorwise" (torchao/float8/float8_linear.py,
+    matmul_with_hp_or_float8_args): the forward casts x and W to e4m3, the backward casts the
+    output gradient to e5m2 and x and W again, each in the layout torch._scaled_mm wants (row-major
+    first operand, column-major second), and keeps the high-precision x and W for it."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        x2 = x.reshape(-1, x.shape[-1])
+        x8, sx = _to_fp8(x2, torch.float8_e4m3fn)
+        w8, sw = _to_fp8(w, torch.float8_e4m3fn)  # (out, in) row-major: its .t() is column-major
+        y = torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw, out_dtype=x.dtype)
+        ctx.save_for_backward(x, w)
+        return y.reshape(*x.shape[:-1], w.shape[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        g2 = g.reshape(-1, g.shape[-1])
+        x2 = x.reshape(-1, x.shape[-1])
+        g8, sg = _to_fp8(g2, torch.float8_e5m2)
+        wt8, sw = _to_fp8(w.t().contiguous(), torch.float8_e4m3fn)  # (in, out) row-major
+        dx = torch._scaled_mm(g8, wt8.t(), scale_a=sg, scale_b=sw, out_dtype=g.dtype)
+        gt8, sgt = _to_fp8(g2.t().contiguous(), torch.float8_e5m2)  # (out, tokens) row-major
+        xt8, sx = _to_fp8(x2.t().contiguous(), torch.float8_e4m3fn)  # (in, tokens) row-major
+        dw = torch._scaled_mm(gt8, xt8.t(), scale_a=sgt, scale_b=sx, out_dtype=g.dtype)
+        return dx.reshape(x.shape), dw
+
+
+class Float8Linear(nn.Linear):
+    """A bias-free nn.Linear whose product runs in FP8 (tensorwise), as torchao's convert_to_float8_training
+    makes the block's linear layers under torchtitan's Float8 converter (the output layer stays BF16)."""
+
+    def forward(self, x):
+        return _Float8Matmul.apply(x, self.weight)
+
+
+def make_linear(a, d_in, d_out):
+    """The block's linear layers: FP8 with --fp8 tensorwise, else nn.Linear (no bias either way)."""
+    return Float8Linear(d_in, d_out, bias=False) if getattr(a, "fp8", "none") == "tensorwise" else nn.Linear(d_in, d_out, bias=False)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
         super().__init__()
@@ -105,12 +157,12 @@ class Attention(nn.Module):
         self.h, self.kv = a.heads // tp, a.kv_heads // tp  # heads held by this TP rank
         self.tp, self.group = tp, group
         if self.torchtitan:  # torchtitan's wq, wk, wv: three column-parallel projections
-            self.wq = nn.Linear(a.hidden, self.h * self.hd, bias=False)
-            self.wk = nn.Linear(a.hidden, self.kv * self.hd, bias=False)
-            self.wv = nn.Linear(a.hidden, self.kv * self.hd, bias=False)
+            self.wq = make_linear(a, a.hidden, self.h * self.hd)
+            self.wk = make_linear(a, a.hidden, self.kv * self.hd)
+            self.wv = make_linear(a, a.hidden, self.kv * self.hd)
         else:
-            self.qkv = nn.Linear(a.hidden, (self.h + 2 * self.kv) * self.hd, bias=False)  # column-parallel
-        self.o = nn.Linear(self.h * self.hd, a.hidden, bias=False)  # row-parallel
+            self.qkv = make_linear(a, a.hidden, (self.h + 2 * self.kv) * self.hd)  # column-parallel
+        self.o = make_linear(a, self.h * self.hd, a.hidden)  # row-parallel
 
     def forward(self, x, rope):
         b, s, _ = x.shape
@@ -145,11 +197,11 @@ class SwiGLU(nn.Module):
         self.tp, self.group = tp, group
         self.torchtitan = a.code == "torchtitan"
         if self.torchtitan:  # torchtitan's FeedForward: w2(silu(w1(x)) * w3(x)), three Linear layers
-            self.w1 = nn.Linear(a.hidden, a.ffn // tp, bias=False)
-            self.w3 = nn.Linear(a.hidden, a.ffn // tp, bias=False)
+            self.w1 = make_linear(a, a.hidden, a.ffn // tp)
+            self.w3 = make_linear(a, a.hidden, a.ffn // tp)
         else:
-            self.gate_up = nn.Linear(a.hidden, 2 * (a.ffn // tp), bias=False)  # column-parallel, fused
-        self.down = nn.Linear(a.ffn // tp, a.hidden, bias=False)  # row-parallel
+            self.gate_up = make_linear(a, a.hidden, 2 * (a.ffn // tp))  # column-parallel, fused
+        self.down = make_linear(a, a.ffn // tp, a.hidden)  # row-parallel
 
     def forward(self, x):
         if self.tp > 1:
