@@ -701,6 +701,35 @@ TEST(TrainingKernels, EagerAddsTheUnfusedKernelsBytes) {
   EXPECT_NEAR(run_step(job, t).step_time_s - eager, 80 * params / 3.35e12 * (1 / 0.725 - 1 / 0.85), 10e-9);
 }
 
+TEST(TrainingKernels, TheOptimizerIsChosenApartFromTheKernels) {
+  // `optimizer: foreach` under fused kernels (a compiled model given PyTorch's default AdamW) runs
+  // the eager optimizer exactly: the same optimizer time as `kernels: eager`, and the foreach
+  // temporary at the step's end (70B layer shape, 2 layers, seq 2048: the step's end is the peak,
+  // 10 bytes per parameter, TrainingMemory.EagerOptimizerTemporaryIs...). `optimizer: fused`
+  // under eager kernels runs the fused one.
+  auto job = small_llama_job();
+  auto t = free_network(1);
+  job.eager_kernels = true;
+  const double eager_opt = run_step(job, t).mean.optimizer;
+  job.foreach_optimizer = false;
+  const double eager_fused_opt = run_step(job, t).mean.optimizer;
+  job.eager_kernels = false;
+  job.foreach_optimizer.reset();
+  EXPECT_DOUBLE_EQ(run_step(job, t).mean.optimizer, eager_fused_opt);
+  job.foreach_optimizer = true;
+  EXPECT_DOUBLE_EQ(run_step(job, t).mean.optimizer, eager_opt);
+  EXPECT_GT(eager_opt, 2 * eager_fused_opt);  // 80 bytes per parameter and 8 x the launches, against 32
+
+  TrainingJob j = h100_job("llama3-70b");
+  j.model.layers = 2;
+  j.seq_len = 2048;
+  j.master_weights = false;
+  j.adam.optimizer = 4;
+  j.lazy_gradients = true;
+  j.foreach_optimizer = true;
+  EXPECT_DOUBLE_EQ(build_training(j).memory[0].bytes.total(), 3812663296.0 * 10);
+}
+
 TEST(TrainingKernels, AnEagerLossUnderFusedKernels) {
   // torchtitan compiles each block, not the loss: `loss: eager` with fused kernels. The model of
   // the test above (l = 1024 tokens x 32,000 logits, n = 1024 tokens x 1024 hidden), no kernel gap,

@@ -233,7 +233,9 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   appendf(o, "  precision %s%s   recompute %s   kernels %s%s   gradients %s\n", std::string(kPrecisionNames.name(j.precision)).c_str(),
           j.precision == Precision::kFp8 ? (j.fp8_tensorwise ? " (tensorwise)" : " (delayed)") : "",
           std::string(kRecomputeNames.name(j.recompute)).c_str(), j.eager_kernels ? "eager" : "fused",
-          j.loss_eager() != j.eager_kernels ? (j.loss_eager() ? ", loss eager" : ", loss fused") : "",
+          std::string(j.loss_eager() != j.eager_kernels ? (j.loss_eager() ? ", loss eager" : ", loss fused") : "")
+              .append(j.optimizer_foreach() != j.eager_kernels ? (j.optimizer_foreach() ? ", optimizer foreach" : ", optimizer fused") : "")
+              .c_str(),
           j.gradients_lazy() ? "lazy" : "persistent");
   if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
     appendf(o, "  fsdp: layers%s %s after forward, gradients reduce-scattered in %s %s\n",
@@ -341,6 +343,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["recompute"] = std::string(kRecomputeNames.name(j.recompute));
   c["kernels"] = j.eager_kernels ? "eager" : "fused";
   c["loss"] = j.loss_eager() ? "eager" : "fused";
+  c["optimizer"] = j.optimizer_foreach() ? "foreach" : "fused";
   c["gradients"] = j.gradients_lazy() ? "lazy" : "persistent";
   c["master_weights"] = j.master_weights;
   if (j.precision == Precision::kFp8) c["fp8_recipe"] = j.fp8_tensorwise ? "tensorwise" : "delayed";

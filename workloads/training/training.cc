@@ -533,8 +533,8 @@ class StageBuilder {
     // tensors-per-launch limit are left out (3,064 launches for Llama 3 8B; its capture shows 3,072).
     constexpr double kForeachLaunchElems = 320.0 * 65536.0;
     optimizer_terms_[0].kernels =
-        job_.eager_kernels ? 8u * static_cast<uint32_t>(std::max(1.0, std::ceil(shard / kForeachLaunchElems))) : 1u;
-    optimizer_terms_[0].foreach = job_.eager_kernels;  // its rate: ProfileKernelCoster's
+        job_.optimizer_foreach() ? 8u * static_cast<uint32_t>(std::max(1.0, std::ceil(shard / kForeachLaunchElems))) : 1u;
+    optimizer_terms_[0].foreach = job_.optimizer_foreach();  // its rate: ProfileKernelCoster's
     Cost c;  // no model FLOPs; the executor costs the terms
     const Program& p = e_.program();
     for (uint16_t s : {kDpStream, kDpOuterStream}) {
@@ -754,7 +754,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     // while every (sharded) gradient exists and no activation does: the step's end, which is the
     // peak where the model state outweighs the activations (tests/data/captures/h100-sxm/
     // h8192-l2-b1: 2 bytes per parameter above weights, gradients and states).
-    if (job.eager_kernels) {
+    if (job.optimizer_foreach()) {
       const double state_bytes = job.master_weights ? 4.0 : job.adam.param;  // v's element
       const double temp = full_state.optimizer * state_bytes / job.adam.optimizer;
       if (full_state.grads + temp > mem.bytes.grads + mem.bytes.activations) {

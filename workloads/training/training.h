@@ -129,6 +129,13 @@ struct TrainingJob {
   // Unset: as eager_kernels (loss_eager()).
   std::optional<bool> eager_loss;
   bool loss_eager() const { return eager_loss.value_or(eager_kernels); }
+  // `training.optimizer: foreach|fused` (default: as `kernels`): PyTorch's foreach AdamW (8 passes,
+  // one launch per 320 x 65,536 parameters and pass, at foreach_efficiency, with a temporary the
+  // size of its second moment at the step's end) or a fused Adam (one pass: Megatron's, Apex's,
+  // torch.optim.AdamW(fused=True), torchtitan's default). torch.compile compiles the model, not
+  // the optimizer: a compiled model keeps the optimizer it was given. Unset: as eager_kernels.
+  std::optional<bool> foreach_optimizer;
+  bool optimizer_foreach() const { return foreach_optimizer.value_or(eager_kernels); }
   // `training.gradients: lazy` (default with `kernels: eager` or FSDP, which is PyTorch's FSDP2
   // here): each step's backward allocates the
   // gradients and the optimizer step's zero_grad(set_to_none=True) frees them (PyTorch's default
@@ -151,8 +158,8 @@ struct TrainingJob {
   // v (7 x 2 = 14 bytes instead of 32).
   bool master_weights = true;
   double optimizer_bytes() const {
-    if (!master_weights) return eager_kernels ? 40.0 : optimizer_bytes_per_param * (14.0 / 32.0);
-    return eager_kernels ? 80.0 : optimizer_bytes_per_param;
+    if (!master_weights) return optimizer_foreach() ? 40.0 : optimizer_bytes_per_param * (14.0 / 32.0);
+    return optimizer_foreach() ? 80.0 : optimizer_bytes_per_param;
   }
   std::array<Algorithm, kNumDims> algorithm{Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto, Algorithm::kAuto,
                                             Algorithm::kAuto};

@@ -94,6 +94,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
   j.eager_loss = t.get_enum("loss", {"fused", "eager"}, j.eager_kernels ? "eager" : "fused") == "eager";
+  if (t.has("optimizer")) j.foreach_optimizer = t.get_enum("optimizer", {"fused", "foreach"}) == "foreach";
   if (t.has("gradients")) j.lazy_gradients = t.get_enum("gradients", {"persistent", "lazy"}) == "lazy";
   j.master_weights = t.get_bool("master_weights", true);
   if (!j.master_weights) {
