@@ -23,7 +23,10 @@ def main():
     p.add_argument("--out", required=True, help="JSON file to write")
     p.add_argument("--tokens", type=int, default=8192, help="M, tokens per micro-batch (default 8192)")
     p.add_argument("--reps", type=int, default=20, help="timed products per shape (default 20)")
-    p.add_argument("--seconds", type=float, default=10.0, help="sustained 8192^3 BF16 run (default 10 s)")
+    p.add_argument("--seconds", type=float, default=10.0, help="each sustained 8192^3 run (default 10 s)")
+    p.add_argument("--sustained", default="bf16", help="comma-separated dtypes of the sustained runs: bf16, fp8 "
+                   "(tensorwise torch._scaled_mm) (default bf16)")
+    p.add_argument("--only-sustained", action="store_true", help="skip the per-shape table")
     p.add_argument("--peak-bf16", type=float, default=989.0, help="TFLOP/s (default: H100 SXM, 989)")
     p.add_argument("--peak-fp8", type=float, default=1979.0, help="TFLOP/s (default: H100 SXM, 1979)")
     a = p.parse_args()
@@ -57,7 +60,7 @@ def main():
 
     rows = []
     f8 = torch.float8_e4m3fn
-    for (mm, k, n) in shapes:
+    for (mm, k, n) in ([] if a.only_sustained else shapes):
         x = torch.randn(mm, k, device=dev, dtype=torch.bfloat16)
         w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
         flops = 2.0 * mm * k * n
@@ -85,17 +88,27 @@ def main():
               f"{row.get('fp8_rowwise_tflops')} TF", flush=True)
         del x, w, xq, wq
 
-    sustained = []
-    if a.seconds > 0:
+    sustained = {}
+    for dtype in [d for d in a.sustained.split(",") if d] if a.seconds > 0 else []:
+        if dtype not in ("bf16", "fp8"):
+            print(f"gemm_bench.py: error: --sustained: unknown dtype {dtype!r} (bf16, fp8)", file=sys.stderr)
+            sys.exit(2)
         x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
         w = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        if dtype == "fp8":
+            xq, wq = x.to(f8), w.to(f8)
+            one = torch.ones((), device=dev, dtype=torch.float32)
+            product = lambda: torch._scaled_mm(xq, wq.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        else:
+            product = lambda: torch.mm(x, w)
+        runs = sustained.setdefault(dtype, [])
         end = time.time() + a.seconds
         while time.time() < end:
             t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0.record()
             n = 0
             while n < 1000:
-                torch.mm(x, w)
+                product()
                 n += 1
                 if n % 50 == 0:
                     t1.record()
@@ -105,12 +118,12 @@ def main():
             t1.record()
             t1.synchronize()
             tf = 2.0 * 8192 ** 3 * n / (t0.elapsed_time(t1) / 1e3) / 1e12
-            sustained.append({"t": round(time.time(), 3), "tflops": round(tf, 1)})
-            print(f"sustained 8192^3 bf16: {tf:.1f} TF", flush=True)
+            runs.append({"t": round(time.time(), 3), "tflops": round(tf, 1)})
+            print(f"sustained 8192^3 {dtype}: {tf:.1f} TF", flush=True)
 
     info = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
             "peak_bf16_tflops": a.peak_bf16, "peak_fp8_tflops": a.peak_fp8, "reps": a.reps,
-            "shapes": rows, "sustained_8192_bf16": sustained}
+            "shapes": rows, "sustained_8192": sustained}
     with open(a.out, "w") as f:
         json.dump(info, f, indent=2)
     print(f"wrote {a.out}")
