@@ -280,6 +280,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
             sim::format_bytes(m.bytes.comm_buffers).c_str(), sim::format_bytes(m.bytes.total()).c_str(),
             ok ? "fits" : "DOES NOT FIT");
   }
+  appendf(o, "    (the largest sum along each stage's pipeline order%s)\n",
+          ts.job.gradients_lazy() ? "; gradients: lazy, so they count from the stage's first backward on" : "");
   appendf(o, "\n  %llu ops executed by %lld ranks sharing %zu rank-class programs; %zu collective plans\n",
           static_cast<unsigned long long>(r.ops), static_cast<long long>(r.ranks_simulated), r.rank_classes, r.plans);
   return o;
