@@ -190,6 +190,27 @@ TEST(Calibration, TestSourcesAreOnlyTested) {
 // Memory-bound kernels that move no more than the L2 cache (50 MiB on an H100) run from it: made
 // here at 1.3x the HBM bandwidth, those above at 0.8 of it. The fit must see only the latter and
 // give 0.8 back exactly, saying why the others were left out.
+TEST(Calibration, MemoryKernelsTooSmallToShowTheHbmRateKeepTheProfile) {
+  // A compiled step's memory-bound kernels: 4-byte memsets and 24 KB copies, latency-bound (1 us),
+  // and one 8 MB kernel: fewer than 2 sizes of 1 MiB or more, so the HBM efficiency and the
+  // latency stay the profile's, and the note says why.
+  std::vector<KernelSample> samples;
+  for (int i = 0; i < 10; ++i) samples.push_back(memory(4, 0.85, 1e-6 + i * 1e-8));
+  for (int i = 0; i < 10; ++i) samples.push_back(memory(24576, 0.85, 1e-6));
+  samples.push_back(memory(8e6, 0.85, 1e-6));
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  const topo::HardwareProfile base = topo::default_profile(kH100);
+  Calibration c = calibrate_kernels(samples, kH100, base, opt);
+  const ClassFit& m = c.kernels[3];
+  EXPECT_FALSE(m.fitted);
+  EXPECT_DOUBLE_EQ(c.profile.memory_efficiency, base.memory_efficiency);
+  EXPECT_NE(m.note.find("1 MiB"), std::string::npos) << m.note;
+  // Two sizes of 1 MiB or more: fitted on all sizes, as before.
+  samples.push_back(memory(4e6, 0.85, 1e-6));
+  EXPECT_TRUE(calibrate_kernels(samples, kH100, base, opt).kernels[3].fitted);
+}
+
 TEST(Calibration, MemoryKernelsInsideTheL2AreLeftOutOfTheHbmFit) {
   std::vector<KernelSample> samples;
   for (double b = 1e6; b <= 50e6; b *= 2) samples.push_back(memory(b, 1.3, 1e-6));

@@ -162,7 +162,10 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
   // Distinct shapes by size; every holdout_every-th is held out. Memory-bound kernels whose traffic
   // fits in the L2 cache run from it, faster than the HBM allows (eager PyTorch's small elementwise
   // kernels reach 1.1-1.3x the H100's HBM bandwidth): the HBM efficiency is fitted on larger ones
-  // where at least two sizes are larger, else on all.
+  // where at least two sizes are larger, else on all where at least two sizes move 1 MiB or more,
+  // else not at all: below that a kernel's time is its launch and tail, not its bytes (1 MiB takes
+  // 0.3 us at 3.35 TB/s, a kernel about 1 us), and a fitted rate would be noise (a compiled step's
+  // 4-byte memsets gave 1.6% of the HBM's).
   auto collect = [&](double min_bytes) {
     std::vector<const KernelSample*> v;
     std::map<std::string, bool> distinct;
@@ -186,9 +189,14 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     const std::string l2 = "the L2 cache (" + std::to_string(static_cast<long long>(gpu.l2_bytes >> 20)) + " MiB)";
     if (large_shapes >= 2) {
       l2_note = "kernels moving at most " + l2 + " left out: they run from it, not from HBM";
-    } else {
+    } else if (collect(double{1 << 20}).second >= 2) {
       mine = collect(0.0).first;
       l2_note = "fewer than 2 sizes move more than " + l2 + ": fitted on all (the smaller run from the L2)";
+    } else {
+      const size_t n = collect(0.0).first.size();
+      mine.clear();
+      l2_note = "fewer than 2 sizes move 1 MiB or more (" + std::to_string(n) +
+                " kernels): their times are launch and tail, not bytes: kept";
     }
   }
   std::map<std::string, double> size_of;  // shape -> its ideal time (elements)
@@ -267,7 +275,7 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
       latency_of(fitted, cls) = f.latency;
     }
   }
-  if (!l2_note.empty()) f.note = f.note.empty() ? l2_note : f.note + "; " + l2_note;
+  if (!l2_note.empty()) f.note = f.note.empty() || mine.empty() ? l2_note : f.note + "; " + l2_note;
   f.fit = errors(false, fitted);
   f.held_out = errors(true, fitted);
   return f;
