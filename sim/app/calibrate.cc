@@ -136,7 +136,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency*",
                 "fitted: median p90", "held out: median p90", "held out, before");
     auto label = [](const wl::ClassFit& f) {
-      return f.backward ? "attention bwd" : f.unvectorized ? "unvectorized" : class_label(f.cls);
+      return f.backward ? "attention bwd" : f.unvectorized ? "unvectorized" : f.fp8 ? "GEMM FP8" : class_label(f.cls);
     };
     for (const auto& f : cal.kernels) {
       const bool att = f.cls == wl::KernelClass::kAttention;
@@ -184,6 +184,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
       nlohmann::ordered_json e;
       e["class"] = f.backward ? std::string("attention backward")
                    : f.unvectorized ? std::string("unvectorized elementwise")
+                   : f.fp8          ? std::string("GEMM FP8")
                                     : std::string(class_label(f.cls));
       e["fitted"] = f.fitted;
       e["shapes"] = f.shapes;

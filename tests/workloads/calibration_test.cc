@@ -190,6 +190,38 @@ TEST(Calibration, TestSourcesAreOnlyTested) {
 // Memory-bound kernels that move no more than the L2 cache (50 MiB on an H100) run from it: made
 // here at 1.3x the HBM bandwidth, those above at 0.8 of it. The fit must see only the latter and
 // give 0.8 back exactly, saying why the others were left out.
+TEST(Calibration, Fp8GemmsGetTheirOwnEfficiencyThroughTheGemmLatency) {
+  // BF16 GEMMs at 0.75 of 989 TF plus 5 us, FP8 ones (torch._scaled_mm) at 0.68 of 1,979 TF plus
+  // the same 5 us: the GEMM class gives 0.75 and 5 us back from the BF16 ones alone, the FP8 class
+  // 0.68 through that latency (fp8_gemm_efficiency), listed last.
+  std::vector<KernelSample> samples;
+  for (double m = 1024; m <= 16384; m *= 2) {
+    samples.push_back(gemm(m, 4096, 4096, 0.75, 5e-6));
+    KernelSample s = gemm(m, 4096, 14336, 1.0, 0);
+    s.precision = MatmulPrecision::kFp8;
+    s.seconds = 5e-6 + s.flops / (kH100.peak_fp8_flops * 0.68);
+    s.shape = "fp8 " + s.shape;
+    samples.push_back(s);
+  }
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  ASSERT_TRUE(c.kernels.front().fitted);
+  EXPECT_NEAR(c.profile.gemm_efficiency, 0.75, 1e-9);
+  EXPECT_NEAR(c.profile.gemm_latency.seconds(), 5e-6, 1e-9);
+  const ClassFit& f8 = c.kernels.back();
+  ASSERT_TRUE(f8.fp8 && f8.fitted);
+  EXPECT_NEAR(f8.efficiency, 0.68, 1e-6);
+  EXPECT_NEAR(c.profile.fp8_gemm_efficiency, 0.68, 1e-6);
+  EXPECT_LT(f8.fit.median, 1e-6);
+  EXPECT_NE(profile_yaml(c, "").find("fp8_gemm_efficiency: 0.6800"), std::string::npos);
+  // Without FP8 samples there is no FP8 class.
+  samples.erase(std::remove_if(samples.begin(), samples.end(),
+                               [](const KernelSample& s) { return s.precision == MatmulPrecision::kFp8; }),
+                samples.end());
+  EXPECT_FALSE(calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt).kernels.back().fp8);
+}
+
 TEST(Calibration, MemoryKernelsTooSmallToShowTheHbmRateKeepTheProfile) {
   // A compiled step's memory-bound kernels: 4-byte memsets and 24 KB copies, latency-bound (1 us),
   // and one 8 MB kernel: fewer than 2 sizes of 1 MiB or more, so the HBM efficiency and the

@@ -63,7 +63,8 @@ bool gemm_shape(const CpuOp& op, double& b, double& m, double& n, double& k) {
     n = static_cast<double>(d[j][2]);
     return true;
   };
-  if (op.name == "aten::mm" || op.name == "aten::matmul") return two(0, 1);
+  // torch._scaled_mm(a [M,K], b [K,N], scale_a, scale_b, ...): FP8 GEMMs (torchao's Float8Linear).
+  if (op.name == "aten::mm" || op.name == "aten::matmul" || op.name == "aten::_scaled_mm") return two(0, 1);
   if (op.name == "aten::addmm") return two(1, 2);
   if (op.name == "aten::bmm") return three(0, 1);
   if (op.name == "aten::baddbmm") return three(1, 2);

@@ -1,6 +1,7 @@
 #include "workloads/calibration/calibrate.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -115,7 +116,7 @@ bool fit_line(const std::vector<double>& u, const std::vector<double>& x, const 
 }
 
 const char* fit_name(const ClassFit& f) {
-  return f.backward ? "attention backward" : f.unvectorized ? "unvectorized elementwise" : class_name(f.cls);
+  return f.backward ? "attention backward" : f.unvectorized ? "unvectorized elementwise" : f.fp8 ? "FP8 gemm" : class_name(f.cls);
 }
 
 // The x of a sample's fit: its time at the full peak, or an unvectorized kernel's elements.
@@ -139,7 +140,10 @@ double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const to
     return p.kernel_latency.seconds() +
            std::max(x / p.memory_efficiency, s.elements / p.unvectorized_elementwise_rate);
   const double factor = s.cls == KernelClass::kAttention ? topo::attention_rate_factor(p, s.backward, s.keys) : 1.0;
-  return latency_of(q, s.cls).seconds() + x / (efficiency_of(q, s.cls) * factor);
+  const double eff = s.cls == KernelClass::kGemm && s.precision == MatmulPrecision::kFp8 && p.fp8_gemm_efficiency > 0
+                         ? p.fp8_gemm_efficiency
+                         : efficiency_of(q, s.cls);
+  return latency_of(q, s.cls).seconds() + x / (eff * factor);
 }
 
 // One class fitted with `base`'s other settings; the held-out error "before" is `before`'s.
@@ -147,15 +151,18 @@ double predict_seconds(const KernelSample& s, const topo::GpuSpec& gpu, const to
 // rate with the memory class's latency kept; otherwise the memory class leaves them out.
 static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::GpuSpec& gpu,
                    const topo::HardwareProfile& base, const topo::HardwareProfile& before,
-                   const CalibrationOptions& opt, KernelClass cls, bool backward = false, bool unvectorized = false) {
+                   const CalibrationOptions& opt, KernelClass cls, bool backward = false, bool unvectorized = false,
+                   bool fp8 = false) {
   topo::HardwareProfile fitted = base;
   const bool attention = cls == KernelClass::kAttention;
   ClassFit f;
   f.cls = cls;
   f.backward = backward;
   f.unvectorized = unvectorized;
+  f.fp8 = fp8;
   f.efficiency = attention       ? topo::attention_efficiency(base, backward)
                  : unvectorized ? base.unvectorized_elementwise_rate
+                 : fp8 && base.fp8_gemm_efficiency > 0 ? base.fp8_gemm_efficiency
                                 : efficiency_of(fitted, cls);
   f.latency = latency_of(fitted, cls);
   if (attention) f.seq_overhead = attention_overhead_of(fitted, backward);
@@ -171,7 +178,8 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     std::map<std::string, bool> distinct;
     for (const auto& s : samples)
       if (s.cls == cls && (!attention || (s.backward == backward && s.keys > 0)) &&
-          (cls != KernelClass::kMemory || (s.elements > 0) == unvectorized) && s.seconds > 0 &&
+          (cls != KernelClass::kMemory || (s.elements > 0) == unvectorized) &&
+          (cls != KernelClass::kGemm || (s.precision == MatmulPrecision::kFp8) == fp8) && s.seconds > 0 &&
           (cls != KernelClass::kMemory || unvectorized || s.bytes > min_bytes) &&
           fit_x(s, gpu, base.gemm_wave_quantization, unvectorized) > 0) {
         v.push_back(&s);
@@ -213,13 +221,13 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
            std::find(opt.test_sources.begin(), opt.test_sources.end(), s.source) != opt.test_sources.end();
   };
   // Attention: the latency is kept (subtracted) and the sequence overhead fitted in its place.
-  // Unvectorized kernels: the latency is kept and the line goes through the origin.
-  const double kept = attention || unvectorized ? f.latency.seconds() : 0;
+  // Unvectorized kernels and FP8 GEMMs: the latency is kept and the line goes through the origin.
+  const double kept = attention || unvectorized || fp8 ? f.latency.seconds() : 0;
   std::vector<double> u, x, t;
   for (const KernelSample* s : mine)
     if (!is_held(*s) && s->seconds > kept) {
       x.push_back(fit_x(*s, gpu, base.gemm_wave_quantization, unvectorized));
-      u.push_back(attention ? x.back() / s->keys : unvectorized ? 0.0 : 1.0);
+      u.push_back(attention ? x.back() / s->keys : unvectorized || fp8 ? 0.0 : 1.0);
       t.push_back(s->seconds - kept);
     }
   auto errors = [&](bool held_out, const topo::HardwareProfile& p) {
@@ -242,6 +250,11 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     f.fitted = true;
     f.efficiency = 1.0 / b;  // elements per second
     fitted.unvectorized_elementwise_rate = f.efficiency;
+  } else if (fp8) {
+    f.fitted = true;
+    f.efficiency = std::clamp(1.0 / b, 0.01, 1.0);
+    if (1.0 / b > 1) f.note = "fitted efficiency " + std::to_string(1.0 / b) + " > 1: clamped to 1";
+    fitted.fp8_gemm_efficiency = f.efficiency;
   } else {
     f.fitted = true;
     f.efficiency = 1.0 / b;
@@ -285,6 +298,7 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
                               const topo::HardwareProfile& base, const CalibrationOptions& opt) {
   Calibration c;
   c.profile = base;
+  std::optional<ClassFit> fp8_fit;
   for (KernelClass cls : {KernelClass::kGemm, KernelClass::kAttention, KernelClass::kMemory}) {
     if (cls == KernelClass::kGemm) {
       // GEMMs twice, with and without wave quantization (its 128 x 256 tiles do not fit GEMMs
@@ -308,6 +322,16 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
         c.profile.gemm_latency = f.latency;
       }
       c.kernels.push_back(f);
+      // FP8 GEMMs (torch._scaled_mm) after it, through its latency: fp8_gemm_efficiency. Only where
+      // the traces have any, so that BF16 captures' tables and profiles are as they were.
+      const bool any_fp8 = std::any_of(samples.begin(), samples.end(), [](const KernelSample& s) {
+        return s.cls == KernelClass::kGemm && s.precision == MatmulPrecision::kFp8;
+      });
+      if (any_fp8) {
+        ClassFit f8 = fit_class(samples, gpu, c.profile, base, opt, cls, false, false, true);
+        if (f8.fitted) c.profile.fp8_gemm_efficiency = f8.efficiency;
+        fp8_fit = f8;
+      }
       continue;
     }
     if (cls == KernelClass::kAttention) {
@@ -338,6 +362,7 @@ Calibration calibrate_kernels(const std::vector<KernelSample>& samples, const to
     if (u.fitted) c.profile.unvectorized_elementwise_rate = u.efficiency;
     c.kernels.push_back(u);
   }
+  if (fp8_fit) c.kernels.push_back(*fp8_fit);  // last: the other classes keep their places
   return c;
 }
 
@@ -521,6 +546,10 @@ std::string profile_yaml(const Calibration& c, const std::string& header) {
          f.note.c_str());
     if (f.unvectorized) {
       line("unvectorized_elementwise_rate: %.4g\n", f.efficiency);
+      continue;
+    }
+    if (f.fp8) {
+      line("fp8_gemm_efficiency: %.4f\n", f.efficiency);
       continue;
     }
     if (f.cls == KernelClass::kAttention) {

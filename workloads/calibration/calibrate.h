@@ -80,6 +80,9 @@ struct ClassFit {
   // kMemory: the unvectorized elementwise kernels' fit; `efficiency` is then their rate in
   // elements per second (unvectorized_elementwise_rate) and `latency` the memory class's, kept.
   bool unvectorized = false;
+  // kGemm: the FP8 GEMMs' fit (fp8_gemm_efficiency), through the GEMM class's latency, kept; the
+  // GEMM class itself leaves them out.
+  bool fp8 = false;
   bool fitted = false;       // false: too few samples, the profile keeps its value
   double efficiency = 0;     // fitted (or kept)
   sim::Time latency;         // fitted (or kept); kAttention: not fitted (its seq overhead is)
