@@ -61,14 +61,17 @@ class _Float8Matmul(torch.autograd.Function):
     """y = x W^T with torchao's Float8Linear recipe "tensorwise" (torchao/float8/float8_linear.py,
     matmul_with_hp_or_float8_args): the forward casts x and W to e4m3, the backward casts the
     output gradient to e5m2 and x and W again, each in the layout torch._scaled_mm wants (row-major
-    first operand, column-major second), and keeps the high-precision x and W for it."""
+    first operand, column-major second), and keeps the high-precision x and W for it. The forward
+    GEMM accumulates fast, the backward's do not (torchao's Float8LinearConfig defaults:
+    gemm_config_output use_fast_accum=True, grad_input and grad_weight False). Here the transposes
+    are copied in BF16 before their cast; torchao casts first and copies FP8 (half the bytes)."""
 
     @staticmethod
     def forward(ctx, x, w):
         x2 = x.reshape(-1, x.shape[-1])
         x8, sx = _to_fp8(x2, torch.float8_e4m3fn)
         w8, sw = _to_fp8(w, torch.float8_e4m3fn)  # (out, in) row-major: its .t() is column-major
-        y = torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw, out_dtype=x.dtype)
+        y = torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw, out_dtype=x.dtype, use_fast_accum=True)
         ctx.save_for_backward(x, w)
         return y.reshape(*x.shape[:-1], w.shape[0])
 

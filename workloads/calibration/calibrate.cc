@@ -116,7 +116,7 @@ bool fit_line(const std::vector<double>& u, const std::vector<double>& x, const 
 }
 
 const char* fit_name(const ClassFit& f) {
-  return f.backward ? "attention backward" : f.unvectorized ? "unvectorized elementwise" : f.fp8 ? "FP8 gemm" : class_name(f.cls);
+  return f.backward ? "attention backward" : f.unvectorized ? "unvectorized elementwise" : f.fp8 ? "GEMM FP8" : class_name(f.cls);
 }
 
 // The x of a sample's fit: its time at the full peak, or an unvectorized kernel's elements.
@@ -197,7 +197,7 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     const std::string l2 = "the L2 cache (" + std::to_string(static_cast<long long>(gpu.l2_bytes >> 20)) + " MiB)";
     if (large_shapes >= 2) {
       l2_note = "kernels moving at most " + l2 + " left out: they run from it, not from HBM";
-    } else if (collect(double{1 << 20}).second >= 2) {
+    } else if (collect(double{1 << 20} - 1).second >= 2) {  // 1 MiB or more
       mine = collect(0.0).first;
       l2_note = "fewer than 2 sizes move more than " + l2 + ": fitted on all (the smaller run from the L2)";
     } else {

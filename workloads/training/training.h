@@ -118,8 +118,9 @@ struct TrainingJob {
   AdamBytes adam;
   double optimizer_bytes_per_param = 32;  // fused Adam's update traffic per (sharded) parameter
   // `training.kernels: eager`: the model's norms, RoPE, activation and loss run unfused
-  // (OpOptions::eager) and the optimizer is PyTorch's default AdamW (foreach, torch/optim/adamw.py
-  // _multi_tensor_adamw, one launch per 20,971,520 parameters and pass): 8 passes over FP32 state per parameter, weight decay (4 + 4), lerp of
+  // (OpOptions::eager), and by default (`training.optimizer`, optimizer_foreach()) the optimizer is
+  // PyTorch's default AdamW (foreach, torch/optim/adamw.py _multi_tensor_adamw, one launch per
+  // 20,971,520 parameters and pass): 8 passes over FP32 state per parameter, weight decay (4 + 4), lerp of
   // exp_avg (4 + 4 + 4), exp_avg_sq * beta2 (4 + 4) and addcmul (4 + 4 + 4), sqrt, / bias
   // correction and + eps (3 x (4 + 4)), addcdiv into the parameter (4 + 4 + 4 + 4): 80 bytes.
   bool eager_kernels = false;

@@ -94,8 +94,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.flash_attention = t.get_bool("flash_attention", true);
   j.eager_kernels = t.get_enum("kernels", {"fused", "eager"}, "fused") == "eager";
   j.eager_loss = t.get_enum("loss", {"fused", "eager"}, j.eager_kernels ? "eager" : "fused") == "eager";
-  if (t.has("optimizer")) j.foreach_optimizer = t.get_enum("optimizer", {"fused", "foreach"}) == "foreach";
-  if (t.has("gradients")) j.lazy_gradients = t.get_enum("gradients", {"persistent", "lazy"}) == "lazy";
+  j.foreach_optimizer = t.get_enum("optimizer", {"fused", "foreach"}, j.eager_kernels ? "foreach" : "fused") == "foreach";
   j.master_weights = t.get_bool("master_weights", true);
   if (!j.master_weights) {
     if (j.precision == Precision::kFp32)
@@ -149,6 +148,10 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.order = o;
   }
   j.data_parallel = kDataParallelNames.value(p.get_enum("data_parallel", kDataParallelNames.names(), "ddp"));
+  // training.gradients' default follows the kernels and the data parallelism (TrainingJob::gradients_lazy),
+  // read here, where both are known, so that the resolved scenario lists it.
+  j.lazy_gradients = t.get_enum("gradients", {"persistent", "lazy"},
+                                j.eager_kernels || j.data_parallel == DataParallel::kFsdp ? "lazy" : "persistent") == "lazy";
   // Keys of FSDP only, read for FSDP (which records their defaults in the resolved scenario) or
   // where given. For another strategy a value other than the default is refused, naming the
   // strategy; the default passes (resolved scenarios of earlier releases list fsdp_prefetch for
