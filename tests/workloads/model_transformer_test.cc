@@ -494,6 +494,36 @@ TEST(ModelComm, EmbeddingAndHead) {
 namespace wl {
 namespace {
 
+TEST(ModelEager, AttentionCopiesAreRepeatKvAndTheUnfusedOutputsTranspose) {
+  // Llama 3 8B, seq 2048, bf16: q = 2048 x 4096 = 8,388,608 query elements, K and V 2048 x 2 x 1024
+  // = 4,194,304. With GQA, repeat_kv's two copies read K and V and write 2 q: 2 (4,194,304 + 2 x
+  // 8,388,608) = 41,943,040 bytes forward in 2 kernels, the same backward (its sums); the fused
+  // attention's output needs no copy. Unfused attention (math SDPA) adds its output's transpose:
+  // 2 x 2 x 8,388,608 = 33,554,432 bytes, 1 kernel, forward only. Without GQA and with fused
+  // attention there is no copy at all.
+  ModelSpec m = find_model_preset("llama3-8b");
+  OpOptions o;
+  o.eager = true;
+  auto find = [](const std::vector<OpCost>& v) {
+    auto it = std::find_if(v.begin(), v.end(), [](const OpCost& c) { return c.name == "attn_copies"; });
+    return it == v.end() ? nullptr : &*it;
+  };
+  const auto fused = layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o);
+  ASSERT_NE(find(fused), nullptr);
+  EXPECT_DOUBLE_EQ(find(fused)->fwd_bytes, 41943040.0);
+  EXPECT_EQ(find(fused)->fwd_kernels, 2);
+  EXPECT_DOUBLE_EQ(find(fused)->bwd_input_bytes, 41943040.0);
+  o.flash_attention = false;
+  const auto math = layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o);
+  EXPECT_DOUBLE_EQ(find(math)->fwd_bytes, 41943040.0 + 33554432.0);
+  EXPECT_EQ(find(math)->fwd_kernels, 3);
+  EXPECT_DOUBLE_EQ(find(math)->bwd_input_bytes, 41943040.0);
+  m.kv_heads = m.heads;  // MHA
+  EXPECT_DOUBLE_EQ(find(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o))->fwd_bytes, 33554432.0);
+  o.flash_attention = true;
+  EXPECT_EQ(find(layer_ops(m, 1, 2048, ParallelShape{}, Precision::kBf16, o)), nullptr);
+}
+
 TEST(ModelFp8, TensorwiseCastsPrecedeEachGemmWithTheirBytes) {
   // Llama 3 8B, one 2,048-token sequence (M), no TP. Under tensorwise scaling each of the layer's
   // five GEMMs is preceded by a cast op, 5 bytes per cast BF16 element, 2 per transposed FP8 copy.

@@ -525,7 +525,8 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     finish(at);
     ops.push_back(at);
   }
-  if (eager && g.q_heads > g.kv_heads) {
+  const bool gqa = g.q_heads > g.kv_heads;
+  if (eager && (gqa || !options.flash_attention)) {
     // The copies torchtitan's attention makes around SDPA (models/llama3/model/model.py):
     // repeat_kv expands K and V to the query heads and reshapes them, one unvectorized copy each
     // (the expanded source has a zero stride); its backward sums the copies back, one reduction
@@ -533,17 +534,30 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     // [batch, seq, heads, dim] and hands SDPA transposed views, so cuDNN's fused attention writes
     // its output in that layout and the transpose is contiguous (tests/data/captures/h100-sxm/
     // tt-*: no kernel between the attention and the output projection, whose saved input is the
-    // attention's output itself). Without GQA there is nothing to copy.
+    // attention's output itself). Unfused attention (flash_attention: false, PyTorch's math SDPA)
+    // computes its output with a batched matmul in [batch, heads, seq, dim]: there the transpose
+    // copies it (one unvectorized copy; its backward is a view).
     const double q_elems = g.tokens * q_cols;
     const double kv_elems = g.tokens * kv_cols;  // K and V
     OpCost cp;
     cp.name = "attn_copies";
     cp.cls = OpClass::kElementwise;
-    cp.fwd_bytes = g.ee * (kv_elems + 2.0 * q_elems);
-    cp.fwd_unvec = {2.0 * q_elems, g.ee * (kv_elems + 2.0 * q_elems)};
-    cp.fwd_kernels = 2;
-    cp.bwd_input_bytes = g.ee * (2.0 * q_elems + kv_elems);
-    cp.bwd_input_kernels = 2;
+    if (gqa) {
+      cp.fwd_bytes = g.ee * (kv_elems + 2.0 * q_elems);
+      cp.fwd_unvec = {2.0 * q_elems, g.ee * (kv_elems + 2.0 * q_elems)};
+      cp.fwd_kernels = 2;
+      cp.bwd_input_bytes = g.ee * (2.0 * q_elems + kv_elems);
+      cp.bwd_input_kernels = 2;
+    } else {
+      cp.fwd_kernels = 0;
+      cp.bwd_input_kernels = 0;
+    }
+    if (!options.flash_attention) {
+      cp.fwd_bytes += 2.0 * g.ee * q_elems;
+      cp.fwd_unvec.elems += q_elems;
+      cp.fwd_unvec.bytes += 2.0 * g.ee * q_elems;
+      cp.fwd_kernels += 1;
+    }
     finish(cp);
     ops.push_back(cp);
   }
