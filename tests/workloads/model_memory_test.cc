@@ -133,6 +133,16 @@ TEST(ModelMemory, Llama8bPerTensorByHand) {
   EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16, true), 12876546048.0);
 }
 
+// The same layer as a parallel block (GPT-J, PaLM): one norm, whose output the QKV and MLP
+// projections share: replicated 2 x 4096 x 2 = 16,384 bytes per token instead of 32,768, the rest
+// as above (20,480 + 86,016): 122,880 per token, 8192 x 122,880 = 1,006,632,960.
+TEST(ModelMemory, AParallelBlockKeepsOneNormInputAndOneSharedGemmInput) {
+  ModelSpec m = find_model_preset("llama3-8b");
+  m.parallel_block = true;
+  ActivationOptions o;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, {}, o), 1006632960.0);
+}
+
 // The same layer in eager PyTorch (torchtitan's llama3 block, hand-written RMSNorm), per token:
 //   each RMSNorm: FP32 input copy 4096 x 4 = 16,384, normalised bf16 8,192, rsqrt 4; its output
 //   (the projections' saved input) 8,192: 2 x 32,772 = 65,544;

@@ -79,8 +79,10 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
   const double heads = static_cast<double>(local_q_heads(spec, shape.tp));
 
   // Sequence-shaped, replicated over TP without SP: 2 norm inputs, QKV input, MLP input (all e
-  // bytes) and the two dropout masks after the out-projection and the MLP.
-  double replicated = n * h * (4.0 * e + 2.0 * mask);
+  // bytes) and the two dropout masks after the out-projection and the MLP. A parallel block
+  // (GPT-J, PaLM) has one norm, whose output both the QKV and the MLP projections read.
+  const double norm_pairs = spec.parallel_block ? 1.0 : 2.0;
+  double replicated = n * h * (2.0 * norm_pairs * e + 2.0 * mask);
   // TP-sharded: Q, K, V, attention output; MLP intermediates.
   double sharded = n * (2.0 * q_cols + kv_cols) * e;
   sharded += n * ffn * e * (spec.mlp == MlpKind::kSwiGlu ? 3.0 : 2.0);
