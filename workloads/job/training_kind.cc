@@ -230,12 +230,13 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
+  // The loss and the optimizer are named where they differ from the kernels' default.
+  std::string apart;
+  if (j.loss_eager() != j.eager_kernels) apart += j.loss_eager() ? ", loss eager" : ", loss fused";
+  if (j.optimizer_foreach() != j.eager_kernels) apart += j.optimizer_foreach() ? ", optimizer foreach" : ", optimizer fused";
   appendf(o, "  precision %s%s   recompute %s   kernels %s%s   gradients %s\n", std::string(kPrecisionNames.name(j.precision)).c_str(),
           j.precision == Precision::kFp8 ? (j.fp8_tensorwise ? " (tensorwise)" : " (delayed)") : "",
-          std::string(kRecomputeNames.name(j.recompute)).c_str(), j.eager_kernels ? "eager" : "fused",
-          std::string(j.loss_eager() != j.eager_kernels ? (j.loss_eager() ? ", loss eager" : ", loss fused") : "")
-              .append(j.optimizer_foreach() != j.eager_kernels ? (j.optimizer_foreach() ? ", optimizer foreach" : ", optimizer fused") : "")
-              .c_str(),
+          std::string(kRecomputeNames.name(j.recompute)).c_str(), j.eager_kernels ? "eager" : "fused", apart.c_str(),
           j.gradients_lazy() ? "lazy" : "persistent");
   if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
     appendf(o, "  fsdp: layers%s %s after forward, gradients reduce-scattered in %s %s\n",

@@ -59,6 +59,13 @@ double korthikanti_activation_bytes_per_layer(double s, double b, double h, doub
   return 0.0;
 }
 
+namespace {
+// What eager PyTorch's hand-written RMSNorm (x.float(), pow, mean, rsqrt, two multiplies) keeps
+// for its backward over n tokens of width h: the FP32 input copy (4 bytes), the normalised
+// e-byte tensor the weight multiplies and the rsqrt (4 bytes per token).
+double eager_rms_norm_saved(double n, double h, double e) { return n * h * (4.0 + e) + 4.0 * n; }
+}  // namespace
+
 double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,
                                   const ParallelShape& shape, const ActivationOptions& opt) {
   // layer_ops validates the whole combination and throws ConfigError with a clear message.
@@ -118,7 +125,7 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     // (silu's input), silu's output and w3's output (the multiply's operands) and their product
     // (w2's input); GELU: its input and output.
     const double norms = spec.parallel_block ? 1.0 : 2.0;
-    const double per_norm = spec.norm == NormKind::kRmsNorm ? n * h * (4.0 + e) + 4.0 * n : n * h * e + 8.0 * n;
+    const double per_norm = spec.norm == NormKind::kRmsNorm ? eager_rms_norm_saved(n, h, e) : n * h * e + 8.0 * n;
     replicated = norms * (per_norm + n * h * e) + 2.0 * n * h * mask;
     sharded = 4.0 * n * q_cols * e + (opt.flash_attention ? 4.0 * n * heads : 0.0);
     sharded += n * ffn * e * (spec.mlp == MlpKind::kSwiGlu ? 4.0 : 2.0);
@@ -145,7 +152,7 @@ double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t
   // eager loss, beside which it runs eager) keeps what activation_bytes_per_layer's eager count
   // gives a norm.
   const bool eager_rms = (eager_loss || eager_norm) && spec.norm == NormKind::kRmsNorm;
-  const double norm = eager_rms ? n * h * (4.0 + 2.0 * e) + 4.0 * n : 2.0 * n * h * e;
+  const double norm = (eager_rms ? eager_rms_norm_saved(n, h, e) : n * h * e) + n * h * e;  // + the head's input
   return norm / seq_shard + logits * (eager_loss ? 3.0 : 1.0);
 }
 

@@ -542,15 +542,14 @@ std::vector<OpCost> layer_ops(const ModelSpec& spec, int64_t micro_batch, int64_
     OpCost cp;
     cp.name = "attn_copies";
     cp.cls = OpClass::kElementwise;
+    cp.fwd_kernels = 0;
+    cp.bwd_input_kernels = 0;
     if (gqa) {
       cp.fwd_bytes = g.ee * (kv_elems + 2.0 * q_elems);
       cp.fwd_unvec = {2.0 * q_elems, g.ee * (kv_elems + 2.0 * q_elems)};
       cp.fwd_kernels = 2;
       cp.bwd_input_bytes = g.ee * (2.0 * q_elems + kv_elems);
       cp.bwd_input_kernels = 2;
-    } else {
-      cp.fwd_kernels = 0;
-      cp.bwd_input_kernels = 0;
     }
     if (!options.flash_attention) {
       cp.fwd_bytes += 2.0 * g.ee * q_elems;
