@@ -146,14 +146,31 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
       r.uses_capacity_log2 = k;
     }
     UseRec* const out = n <= kInlineUses ? r.inline_uses : use_pool_.data() + r.uses_at;
+    bool alone = true;  // every constraint it uses is idle and unwatched
     for (const Use& u : uses) {
       if (u.weight <= 0.0) continue;
       SIM_ASSERT(u.constraint.value < constraints_.size(), "activity uses an unknown constraint");
       auto& c = constraints_[u.constraint.value];
+      alone = alone && c.users.empty() && !c.watched;
       out[r.num_uses] = UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight};
       c.users.push_back(UserRef{a, r.num_uses});
       ++r.num_uses;
-      mark_dirty(u.constraint.value);
+    }
+    if (alone && r.num_uses > 0) {
+      // Its component is itself alone: solve it now, as settle would (solve_component's
+      // one-activity case), instead of marking its constraints for a second visit at the settle.
+      // A kernel following another on the same GPU then touches its two constraint records once;
+      // at 131k GPUs the settle's visit, after every event of the timestamp, found them evicted.
+      // Anything else joining or changing these constraints before the settle marks them dirty,
+      // and the settle re-solves the component from the same start (its rate set at `now`).
+      ++solves_;
+      ++solved_activities_;
+      double rate = r.bound;
+      for (const UseRec& u : std::span<const UseRec>(out, r.num_uses))
+        rate = std::min(rate, constraints_[u.constraint].effective / u.weight);
+      apply_rate(a, rate);
+    } else {
+      for (const UseRec& u : std::span<const UseRec>(out, r.num_uses)) mark_dirty(u.constraint);
     }
   }
   if (r.num_uses == 0) {
@@ -174,7 +191,8 @@ void FluidModel::detach(uint32_t a) {
     users[u.pos] = moved;
     users.pop_back();
     if (moved.activity != a) use_data(activities_[moved.activity])[moved.use].pos = u.pos;
-    mark_dirty(u.constraint);
+    // An emptied constraint has nothing to re-solve; only a watched one has a load (now 0) to tell.
+    if (!users.empty() || constraints_[u.constraint].watched) mark_dirty(u.constraint);
   }
   if (r.num_uses > kInlineUses) free_regions_[r.uses_capacity_log2].push_back(r.uses_at);
   r.num_uses = 0;
