@@ -11,8 +11,7 @@ namespace wl {
 CollectiveRuntime::CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt)
     : res_(res), opt_(opt), ecmp_salt_(res.simulation().random().stream_seed("ecmp")) {
   handler_ = res_.simulation().add_handler(this);
-  link_stamp_.assign(res_.topology().links().size(), 0);
-  link_slot_.assign(res_.topology().links().size(), 0);
+  link_mark_.assign(res_.topology().links().size(), LinkMark{});
 }
 
 uint32_t CollectiveRuntime::alloc_transfer() {
@@ -28,17 +27,28 @@ uint32_t CollectiveRuntime::alloc_transfer() {
 void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32_t> members,
                               CollectiveListener* listener, uint64_t tag, bool relative_hops,
                               const ReplicaCopies* copies) {
+  SIM_ASSERT(!members.empty() && members.size() <= UINT32_MAX, "a collective needs members");
   uint32_t id;
   if (!free_instances_.empty()) {
     id = free_instances_.back();
     free_instances_.pop_back();
+    // The next start takes the record below, perhaps freed long ago: ask for it now.
+    if (!free_instances_.empty()) {
+      const char* next = reinterpret_cast<const char*>(&instances_[free_instances_.back()]);
+      __builtin_prefetch(next, 1);
+      __builtin_prefetch(next + 64, 1);
+    }
   } else {
     id = static_cast<uint32_t>(instances_.size());
     instances_.emplace_back();
   }
   Instance& in = instances_[id];
   in.plan = &plan;
-  in.members.assign(members.begin(), members.end());
+  in.num_members = static_cast<uint32_t>(members.size());
+  if (members.size() <= Instance::kInlineMembers)
+    std::copy(members.begin(), members.end(), in.inline_members);
+  else
+    in.more_members.assign(members.begin(), members.end());
   in.phase = 0;
   in.outstanding = 0;
   in.listener = listener;
@@ -46,7 +56,7 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   in.relative = relative_hops;
   in.copies = copies;
   uint64_t comm = 0;
-  for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ g);
+  for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   ++live_;
   mark_members(in, true);
@@ -56,7 +66,7 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
 // A collective's member GPUs are far apart at 16k GPUs and more: each one's records are asked for
 // 16 members before they are touched (sim::for_each_prefetched).
 void CollectiveRuntime::mark_members(const Instance& in, bool begin) {
-  const auto& m = in.members;
+  const std::span<const uint32_t> m = in.members();
   auto simulated = [&](uint32_t g) { return !in.copies || in.copies->simulated(g); };
   sim::for_each_prefetched(
       m.size(), 16,
@@ -90,14 +100,15 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     mark_members(in, false);
     CollectiveListener* l = in.listener;
     uint64_t tag = in.tag;
-    in.members.clear();
+    in.num_members = 0;
     free_instances_.push_back(inst);
     --live_;
     if (l) l->on_collective_done(tag);
     return;
   }
   const Phase& ph = in.plan->phases[in.phase];
-  in.outstanding = ph.transfers.size();
+  in.outstanding = static_cast<uint32_t>(ph.transfers.size());
+  const std::span<const uint32_t> members = in.members();
   const auto& topo = res_.topology();
   const Protocol protocol = in.plan->protocol;
   const ProtocolCost& cost = opt_.costs.of(protocol);
@@ -130,12 +141,13 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     double slowest = sim::kUnbounded;
     const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
     run.uses.clear();
-    ++stamp_;
+    use_links_.clear();
+    use_marks_ = false;
     sim::Time max_latency = sim::Time::zero();
     sim::Time sum_latency = sim::Time::zero();
     for (auto [hs, hd] : tr.hops) {
-      uint32_t src = in.relative ? in.members[hs] : hs;
-      uint32_t dst = in.relative ? in.members[hd] : hd;
+      uint32_t src = in.relative ? members[hs] : hs;
+      uint32_t dst = in.relative ? members[hd] : hd;
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       max_latency = std::max(max_latency, route_.latency);
       sum_latency += route_.latency;
@@ -161,15 +173,32 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
 }
 
 void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
-  if (link_stamp_[l] != stamp_) {
-    link_stamp_[l] = stamp_;
-    link_slot_[l] = static_cast<uint32_t>(uses.size());
+  if (!use_marks_) {
+    for (size_t i = 0; i < use_links_.size(); ++i)
+      if (use_links_[i] == l) {
+        uses[i].weight += weight;
+        return;
+      }
+    use_links_.push_back(l);
     uses.push_back(sim::Use{res_.link(l), 0.0});
+    uses.back().weight += weight;
     // The flow starts on this link's record once the transfer's latency has passed, a few
     // microseconds from now: ask for it while the route is at hand.
     res_.simulation().fluid().prefetch_constraint(res_.link(l).value);
+    if (use_links_.size() == kLinearUses) {  // a long list: mark its links from now on
+      ++stamp_;
+      for (size_t i = 0; i < use_links_.size(); ++i) link_mark_[use_links_[i]] = LinkMark{stamp_, static_cast<uint32_t>(i)};
+      use_marks_ = true;
+    }
+    return;
   }
-  uses[link_slot_[l]].weight += weight;
+  LinkMark& m = link_mark_[l];
+  if (m.stamp != stamp_) {
+    m = LinkMark{stamp_, static_cast<uint32_t>(uses.size())};
+    uses.push_back(sim::Use{res_.link(l), 0.0});
+    res_.simulation().fluid().prefetch_constraint(res_.link(l).value);
+  }
+  uses[m.slot].weight += weight;
 }
 
 bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) const {
@@ -184,8 +213,9 @@ bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
   // to its GPUs: its copies load nothing it shares.
   if (!in.copies->node_aligned || res_.topology().kind() != topo::TopologyKind::kCluster) return false;
   const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
-  for (uint32_t g : in.members)
-    if (g / gpn != in.members.front() / gpn) return false;
+  const std::span<const uint32_t> members = in.members();
+  for (uint32_t g : members)
+    if (g / gpn != members.front() / gpn) return false;
   return true;
 }
 
@@ -202,22 +232,22 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instanc
   for (const uint32_t off : in.copies->gpu_offsets) {
     // Each copy's connections hash as its own communicator's would (its members shifted).
     uint64_t comm = 0;
-    for (uint32_t g : in.members) comm = sim::splitmix64(comm ^ (g + off));
+    for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ (g + off));
     const uint64_t connection = sim::splitmix64(sim::splitmix64(ecmp_salt_ ^ comm) ^ channel);
     for (auto [hs, hd] : tr.hops) {
-      const uint32_t src = (in.relative ? in.members[hs] : hs) + off;
-      const uint32_t dst = (in.relative ? in.members[hd] : hd) + off;
+      const uint32_t src = (in.relative ? in.members()[hs] : hs) + off;
+      const uint32_t dst = (in.relative ? in.members()[hd] : hd) + off;
       if (src / gpn == dst / gpn && topo.kind() == topo::TopologyKind::kCluster) continue;  // scale-up only
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
         const topo::LinkKind kind = links[l].kind;
         if (kind == topo::LinkKind::kScaleUp || kind == topo::LinkKind::kNic) continue;  // see ReplicaCopies
-        if (link_stamp_[l] != stamp_) {
-          link_stamp_[l] = stamp_;
-          link_slot_[l] = static_cast<uint32_t>(out.size());
+        LinkMark& m = link_mark_[l];
+        if (m.stamp != stamp_) {
+          m = LinkMark{stamp_, static_cast<uint32_t>(out.size())};
           out.emplace_back(l, 0.0);
         }
-        out[link_slot_[l]].second += 1.0;
+        out[m.slot].second += 1.0;
       }
     }
   }
@@ -268,7 +298,7 @@ size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
   std::vector<uint8_t> withdrawn(instances_.size(), 0);
   for (size_t i = 0; i < instances_.size(); ++i) {
     const Instance& in = instances_[i];
-    withdrawn[i] = in.listener == listener && !in.members.empty();
+    withdrawn[i] = in.listener == listener && in.num_members > 0;
   }
   for (uint32_t t = 0; t < transfers_.size(); ++t) {
     TransferRun& run = transfers_[t];
@@ -286,9 +316,9 @@ size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
   for (uint32_t i = 0; i < instances_.size(); ++i) {
     if (!withdrawn[i]) continue;
     Instance& in = instances_[i];
-    for (uint32_t g : in.members)
+    for (uint32_t g : in.members())
       if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
-    in.members.clear();
+    in.num_members = 0;
     in.listener = nullptr;
     free_instances_.push_back(i);
     --live_;

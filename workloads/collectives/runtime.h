@@ -108,17 +108,27 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   uint64_t failed_transfers() const { return failed_transfers_; }
 
  private:
-  struct Instance {
+  // Two cache lines. Up to kInlineMembers members (a node's tensor-parallel group) sit in the
+  // record itself: at 131k GPUs thousands of collectives are in flight at once, and a record taken
+  // from the free list and a separate members buffer were two cold misses per collective.
+  struct alignas(64) Instance {
+    static constexpr uint32_t kInlineMembers = 8;
     const CollectivePlan* plan = nullptr;
-    std::vector<uint32_t> members;
-    size_t phase = 0;
-    size_t outstanding = 0;
     CollectiveListener* listener = nullptr;
     uint64_t tag = 0;
-    bool relative = false;
     uint64_t flow_base = 0;  // splitmix64(salt ^ comm), see the flow hash above
     const ReplicaCopies* copies = nullptr;
+    uint32_t phase = 0;
+    uint32_t outstanding = 0;
+    uint32_t num_members = 0;  // 0: a free record
+    bool relative = false;
+    uint32_t inline_members[kInlineMembers] = {};
+    std::vector<uint32_t> more_members;  // all the members, when more than kInlineMembers
+    std::span<const uint32_t> members() const {
+      return {num_members <= kInlineMembers ? inline_members : more_members.data(), num_members};
+    }
   };
+  static_assert(sizeof(Instance) == 128);
   struct TransferRun {
     uint32_t instance = 0;
     double bytes = 0.0;  // on the wire
@@ -138,7 +148,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   using CopyUses = std::vector<std::pair<uint32_t, double>>;
   const CopyUses& copy_uses_of(const Instance& in, size_t channel, const Transfer& tr);
   bool intra_node_aligned(const Instance& in) const;
-  // Adds `weight` to link l's use in `uses` (a new entry the first time l is seen since ++stamp_).
+  // Adds `weight` to link l's use in `uses`, the current transfer's (a new entry the first time l
+  // is seen since start_phase cleared use_links_).
   void add_use(std::vector<sim::Use>& uses, uint32_t l, double weight);
   // A GPU's NIC or scale-up link, of a GPU no simulated rank runs on (see ReplicaCopies).
   bool mirror_private(uint32_t link, const ReplicaCopies& copies) const;
@@ -156,9 +167,18 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   size_t live_ = 0;
   uint64_t transfers_started_ = 0;
   uint64_t failed_transfers_ = 0;
-  // Scratch: per-link weight accumulation for one transfer (stamp avoids clearing).
-  std::vector<uint32_t> link_stamp_;
-  std::vector<uint32_t> link_slot_;
+  // Scratch: per-link weight accumulation for one transfer or copy list. A transfer's first
+  // kLinearUses links are found by a scan of use_links_ (a node's NVLink pair, a few fabric hops:
+  // at 131k GPUs the per-link marks were two cold misses per link); past that, and in
+  // copy_uses_of, a link's mark says where its entry is (the stamp avoids clearing).
+  static constexpr size_t kLinearUses = 16;
+  struct LinkMark {
+    uint32_t stamp = 0;
+    uint32_t slot = 0;
+  };
+  std::vector<LinkMark> link_mark_;
+  std::vector<uint32_t> use_links_;
+  bool use_marks_ = false;
   uint32_t stamp_ = 0;
   topo::Route route_;
   // Copies' uses per (copies, plan, phase, channel, flow_base: a hash of the members): see ReplicaCopies.
