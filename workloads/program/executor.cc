@@ -112,7 +112,6 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   recv_base_[sn] = static_cast<uint32_t>(recvs);
   free_base_[sn] = static_cast<uint32_t>(frees);
   streams_.resize(streams);
-  running_.assign(streams, sim::ActivityId(0xFFFFFFFFu));
   if (has_memory_ops) memory_.resize(sn);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
@@ -474,7 +473,7 @@ bool ProgramExecutor::wait_for_host(uint32_t rank, const Program& p, uint16_t s,
   StreamState& st = ss(rank, s);
   st.busy = 1;  // waiting for the host: not issued yet, no kernel running
   st.started = now;
-  running_[ranks_[rank].stream_base + s] = sim::ActivityId(0xFFFFFFFFu);
+  st.running = sim::ActivityId(0xFFFFFFFFu);
   if (s == 0) {
     charge_gap(rank, p, p.op(idx));  // what it waited for before the host became the bottleneck
     ranks_[rank].free_since = now;
@@ -536,7 +535,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
     case OpKind::kKernel: {
       const uint32_t gpu = job_.gpu_of(rank);
       if (res_.gpu_failed(gpu)) {
-        st.busy = 0;  // never issued: running_ holds an older kernel's id
+        st.busy = 0;  // never issued: st.running holds an older kernel's id
         kill_rank(rank);  // its GPU is down: the rank cannot run anything
         return;
       }
@@ -548,7 +547,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      running_[ranks_[rank].stream_base + s] = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
+      st.running = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
       break;
     }
     case OpKind::kDelay: {
@@ -872,6 +871,9 @@ void ProgramExecutor::prefetch_rank(uint32_t rank) const {
   sim::prefetch_range(streams_.data() + stream_base_[rank], streams_.data() + stream_base_[rank + 1], true);
   __builtin_prefetch(&ranks_[rank], 1);
   __builtin_prefetch(cat_s_.data() + static_cast<size_t>(rank) * ncat_, 1);
+  // Its call counters on the generated communicators (a few words): read when its next op is a
+  // collective.
+  if (num_generated_ > 0) __builtin_prefetch(seq_.data() + static_cast<uint64_t>(rank) * num_generated_, 1);
 }
 
 void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
@@ -880,7 +882,7 @@ void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
 
 void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
   const auto rank = static_cast<uint32_t>(tag >> 16);
-  running_[stream_base_[rank] + static_cast<uint16_t>(tag & 0xFFFF)] = sim::ActivityId(0xFFFFFFFFu);
+  ss(rank, static_cast<uint16_t>(tag & 0xFFFF)).running = sim::ActivityId(0xFFFFFFFFu);
   kill_rank(rank);
 }
 
@@ -981,9 +983,9 @@ void ProgramExecutor::withdraw(uint32_t rank) {
   for (uint32_t r = first; r < last; ++r) {
     const Program& p = program_of(r);
     for (uint16_t s = 0; s < p.num_streams(); ++s) {
-      // running_ is valid while the head op is a kernel that has been issued and not completed.
-      const StreamState& st = ss(r, s);
-      sim::ActivityId& a = running_[stream_base_[r] + s];
+      // st.running is valid while the head op is a kernel that has been issued and not completed.
+      StreamState& st = ss(r, s);
+      sim::ActivityId& a = st.running;
       if (st.busy && st.next < p.stream_ops(s).size() && a.value != 0xFFFFFFFFu) {
         const OpKind k = p.op(p.stream_ops(s)[st.next]).kind;
         if ((k == OpKind::kTimed || k == OpKind::kKernel) && sim_.fluid().active(a)) sim_.fluid().cancel(a);

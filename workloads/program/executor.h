@@ -176,13 +176,18 @@ class ProgramExecutor : public sim::ActivityOwner,
   void describe_pending(std::string& out, size_t max_lines) const override;
 
  private:
-  struct StreamState {  // 24 bytes
+  struct StreamState {  // 32 bytes
     uint32_t next = 0;     // position of the head op
     uint32_t seq : 31 = 0;  // collective sequence number the head op waits on
     uint32_t busy : 1 = 0;  // the head op has been issued
     sim::Time started;
     sim::Time last_done;
+    // The kernel while it runs: valid while the head op is a kernel that has been issued and not
+    // completed. Here, not in an array of its own, so that issuing a kernel writes the line
+    // prefetch_rank asked for (at 131k GPUs a separate array was one more miss per kernel).
+    sim::ActivityId running{0xFFFFFFFFu};
   };
+  static_assert(sizeof(StreamState) == 32);
   struct RankState {  // 48 bytes
     sim::Time free_since;  // stream 0 idle since
     sim::Time end;
@@ -296,7 +301,6 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint8_t> uniform_comm_;  // per comm: its groups share plans (generated, members alike)
   sim::BigVector<RankState> ranks_;
   sim::BigVector<StreamState> streams_;
-  sim::BigVector<sim::ActivityId> running_;  // per (rank, stream), like streams_: the kernel while it runs
   struct Memory {
     int64_t now = 0, peak = 0;
   };
