@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <random>
 #include <vector>
@@ -345,6 +346,68 @@ class Script : public EventHandler {
   HandlerId id_;
   std::vector<std::function<void()>> actions_;
 };
+
+// An activity that starts on idle constraints is solved at once (no settle visit); what joins or
+// changes its constraints later in the same instant, or later on, must still re-solve it.
+
+// Restarts a kernel (work 1, SM weight 1, HBM weight 1, bound 1) when one ends, `n` in all.
+class KernelChain : public ActivityOwner {
+ public:
+  KernelChain(Simulation& s, ConstraintId sm, ConstraintId hbm, int n) : sim_(s), uses_{{{sm, 1.0}, {hbm, 1.0}}}, left_(n) {}
+  void start() {
+    --left_;
+    sim_.fluid().start(1.0, uses_, 1.0, this, 0);
+  }
+  void on_activity_done(ActivityId, uint64_t) override {
+    done.push_back(sim_.now());
+    if (left_ > 0) start();
+  }
+  std::vector<Time> done;
+
+ private:
+  Simulation& sim_;
+  std::array<Use, 2> uses_;
+  int left_;
+};
+
+TEST(FluidModel, KernelsBackToBackShareWithAFlowThatJoinsMidway) {
+  Simulation s(1);
+  Script script(s);
+  Recorder rec(s);
+  auto sm = s.fluid().add_constraint(1.0);
+  auto hbm = s.fluid().add_constraint(1.0);
+  KernelChain chain(s, sm, hbm, 3);
+  chain.start();
+  Use f{hbm, 1.0};
+  script.at(Time::ms(1500), [&] { s.fluid().start(1.0, {&f, 1}, kUnbounded, &rec, 0); });
+  s.run();
+  // Alone a kernel runs at its bound 1: kernel 1 ends at 1 s, kernel 2 starts at once. From 1.5 s
+  // the flow shares the HBM: 2 rate <= 1, both at 0.5. Kernel 2 has 0.5 left: ends at 2.5 s, the
+  // flow has 0.5 left; kernel 3 and the flow at 0.5 until the flow ends at 3.5 s; kernel 3 then
+  // has 0.5 left at rate 1: 4 s.
+  ASSERT_EQ(chain.done.size(), 3u);
+  EXPECT_EQ(chain.done[0], Time::sec(1));
+  EXPECT_EQ(chain.done[1], Time::ms(2500));
+  EXPECT_EQ(chain.done[2], Time::sec(4));
+  EXPECT_EQ(rec.done[0], Time::ms(3500));
+}
+
+TEST(FluidModel, AChangeInTheSameInstantReachesAnActivityStartedAlone) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto link = s.fluid().add_constraint(100.0);
+  auto other = s.fluid().add_constraint(100.0);
+  Use u{link, 1.0};
+  Use v{other, 1.0};
+  s.fluid().start(100.0, {&u, 1}, kUnbounded, &rec, 0);
+  s.fluid().start(100.0, {&v, 1}, kUnbounded, &rec, 1);
+  s.fluid().set_capacity(link, 25.0);  // before any settle: 100 B at 25 B/s
+  s.fluid().set_up(other, false);      // down, stalled; brought up nowhere: never ends
+  auto r = s.run();
+  EXPECT_EQ(rec.done[0], Time::sec(4));
+  EXPECT_EQ(rec.done.size(), 1u);
+  EXPECT_TRUE(r.deadlocked);
+}
 
 // Records completions and failures by tag; `then` runs after a failure is recorded.
 class FailRecorder : public ActivityOwner {
