@@ -17,11 +17,14 @@
 
 namespace sim {
 
-// Maps `bytes` (>= kHugeThreshold) at a 2 MiB boundary, advised for huge pages; throws
+// Maps `bytes` (>= kHugeThreshold) just past a 2 MiB boundary, advised for huge pages; throws
 // std::bad_alloc on failure. Under AddressSanitizer, and without madvise, it is operator new.
 void* map_huge(size_t bytes);
 void unmap_huge(void* p, size_t bytes);
 inline constexpr size_t kHugeThreshold = size_t{2} << 20;
+// A mapped block starts this many bytes or fewer past its 2 MiB boundary (a multiple of 64 that
+// differs from block to block: see map_huge in huge_pages.cc).
+inline constexpr size_t kMaxHugeColor = size_t{128} << 10;
 
 template <class T>
 struct HugePageAllocator {

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "sim/event_queue.h"
+#include "sim/huge_pages.h"
 #include "sim/radix_key.h"
 
 namespace sim {
@@ -328,7 +329,7 @@ class RadixFrontQueue final : public EventQueue {
   std::vector<Entry> gathered_;                  // refill scratch, capacity kept
   std::vector<Entry> sorted_;                    // gathered_ sorted, descending, before the front takes it
   std::vector<uint64_t> sort_index_, sort_tmp_;  // sort scratch, capacity kept  // refill scratch, capacity kept
-  std::vector<Slot> slots_;
+  BigVector<Slot> slots_;
   std::vector<uint64_t> pending_;  // bit s: slot s holds a pending event
   size_t cursor_ = 0;              // take_slot() looks for a free slot from here, in ring order
   size_t size_ = 0;    // live entries

@@ -96,7 +96,7 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;
-  std::vector<sim::ConstraintId> link_constraints_;
+  sim::BigVector<sim::ConstraintId> link_constraints_;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
   std::vector<uint32_t> comm_active_;
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)

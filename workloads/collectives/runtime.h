@@ -160,9 +160,9 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   RuntimeOptions opt_;
   uint64_t ecmp_salt_;  // the simulation's "ecmp" stream seed
   sim::HandlerId handler_;
-  std::vector<Instance> instances_;
+  sim::BigVector<Instance> instances_;
   std::vector<uint32_t> free_instances_;
-  std::vector<TransferRun> transfers_;
+  sim::BigVector<TransferRun> transfers_;
   std::vector<uint32_t> free_transfers_;
   size_t live_ = 0;
   uint64_t transfers_started_ = 0;
@@ -176,7 +176,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t stamp = 0;
     uint32_t slot = 0;
   };
-  std::vector<LinkMark> link_mark_;
+  sim::BigVector<LinkMark> link_mark_;
   std::vector<uint32_t> use_links_;
   bool use_marks_ = false;
   uint32_t stamp_ = 0;

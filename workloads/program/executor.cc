@@ -24,8 +24,8 @@ uint64_t kernel_tag(uint32_t rank, uint16_t s) { return (uint64_t{rank} << 16) |
 
 // A slot of a pool: a freed one if any, else a new one at the end (no allocation once the pool
 // has grown to the peak number in flight).
-template <class T>
-uint32_t take_slot(std::vector<T>& pool, std::vector<uint32_t>& free_slots) {
+template <class Pool>
+uint32_t take_slot(Pool& pool, std::vector<uint32_t>& free_slots) {
   if (!free_slots.empty()) {
     const uint32_t i = free_slots.back();
     free_slots.pop_back();

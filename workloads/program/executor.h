@@ -307,18 +307,18 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<Memory> memory_;  // per rank, when some template has memory ops
   std::vector<uint32_t> stream_base_;  // per rank, into streams_
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
-  std::vector<sim::Time> arrival_;     // per receive slot: its sender's send start; infinite until arrived
+  sim::BigVector<sim::Time> arrival_;  // per receive slot: its sender's send start; infinite until arrived
   std::vector<uint32_t> free_base_;    // per rank, into free_done_
-  std::vector<uint8_t> free_done_;
+  sim::BigVector<uint8_t> free_done_;
   std::vector<std::vector<OpTimes>> op_times_;  // per rank, with record_op_times
   uint16_t ncat_ = 0;
   sim::BigVector<double> cat_s_;  // per rank x category
   // Communicators: groups (instances) and sequence counters.
   std::vector<uint32_t> inst_base_;  // per comm, into gather_
-  std::vector<Gather> gather_;
+  sim::BigVector<Gather> gather_;
   std::vector<uint32_t> gen_index_;  // per comm: index among generated comms, or ~0
   uint32_t num_generated_ = 0;
-  std::vector<uint32_t> seq_;  // generated: rank x num_generated_; then per explicit comm, per member
+  sim::BigVector<uint32_t> seq_;  // generated: rank x num_generated_; then per explicit comm, per member
   std::vector<uint64_t> explicit_seq_base_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> member_pos_;  // explicit: sorted (rank, position)
   struct Parked {
@@ -327,11 +327,11 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t op_index;
   };
   std::vector<Parked> parked_;  // members that arrived for a later collective than their group is gathering
-  std::vector<CollFlight> coll_flights_;
+  sim::BigVector<CollFlight> coll_flights_;
   std::vector<uint32_t> free_coll_flights_;
-  std::vector<SendFlight> send_flights_;
+  sim::BigVector<SendFlight> send_flights_;
   std::vector<uint32_t> free_send_flights_;
-  std::vector<Delay> delays_;
+  sim::BigVector<Delay> delays_;
   std::vector<uint32_t> free_delays_;
   std::map<std::tuple<uint32_t, uint32_t, uint8_t, double>, std::unique_ptr<CollectivePlan>> plans_;
   std::map<double, std::unique_ptr<CollectivePlan>> send_plans_;
