@@ -13,7 +13,9 @@
 // Solving is batched: changes mark constraints dirty and `settle()` (called by Simulation once
 // per timestamp, after every event at that time ran) re-solves only the connected components
 // that contain a dirty constraint, then moves the completion events of activities whose rate
-// changed. Progress is lazy: remaining work is brought up to date only when a rate changes.
+// changed. One shortcut: an activity started on constraints that are all idle and unwatched is
+// a component by itself and is solved at its start (what settle would compute); anything that
+// joins or changes those constraints before the settle marks them dirty as usual. Progress is lazy: remaining work is brought up to date only when a rate changes.
 // Completion times round up to the next nanosecond, so an activity never ends before its work.
 //
 // Failure is model state, not an exception. A constraint taken down (`set_up(c, false, policy)`)
