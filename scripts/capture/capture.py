@@ -277,6 +277,19 @@ def main():
         mem = {"max_memory_allocated": torch.cuda.max_memory_allocated(device),
                "max_memory_reserved": torch.cuda.max_memory_reserved(device),
                "device_memory_total": torch.cuda.get_device_properties(device).total_memory}
+        # The caching allocator's view, for modelling what it reserves beyond the tensors: peaks of
+        # what tensors asked for (requested), what the allocator gave them (allocated, rounded up),
+        # the free tails of split blocks (inactive_split), what it holds from the driver (reserved)
+        # and in how many segments, per pool (small: requests up to 1 MiB, in 2 MiB segments), and
+        # the segments held at the end of the run (size, bytes in use, pool).
+        stats = torch.cuda.memory_stats(device)
+        keys = [f"{k}.{pool}.{w}" for k in ("requested_bytes", "allocated_bytes", "active_bytes",
+                                            "inactive_split_bytes", "reserved_bytes", "segment")
+                for pool in ("all", "large_pool", "small_pool") for w in ("peak", "current")]
+        keys += ["num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free"]
+        mem["allocator"] = {k: stats[k] for k in keys if k in stats}
+        mem["segments_at_end"] = [[sg["total_size"], sg["allocated_size"], sg["segment_type"]]
+                                  for sg in torch.cuda.memory_snapshot()]
     for f in written:
         print(f"rank {rank}: wrote {f} ({os.path.getsize(f) / 1e6:.2f} MB)")
 
