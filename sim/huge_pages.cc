@@ -29,9 +29,8 @@ size_t rounded(size_t bytes) { return (bytes + kHugeThreshold - 1) / kHugeThresh
 // or per-link array in the same cache set, where the event path reads several of them for one
 // rank at once: they evicted each other from the L1 and L2 caches (Llama 3 405B step on 131,072
 // GPUs: about 6% slower with more arrays on huge pages, before this offset).
-constexpr size_t kMaxColor = kMaxHugeColor;
 size_t color_of(uintptr_t boundary) {
-  return static_cast<size_t>(((boundary >> 21) * 0x9E3779B97F4A7C15ull) >> 53) * 64 % kMaxColor;
+  return static_cast<size_t>(((boundary >> 21) * 0x9E3779B97F4A7C15ull) >> 53) * 64 % kMaxHugeColor;
 }
 }  // namespace
 
@@ -41,7 +40,7 @@ void* map_huge(size_t bytes) {
 #else
   // mmap promises only page alignment, and a huge page needs a 2 MiB-aligned address: map 2 MiB
   // more, then give back the head before the first boundary and the tail after the block.
-  const size_t len = rounded(bytes + kMaxColor);
+  const size_t len = rounded(bytes + kMaxHugeColor);
   void* raw = mmap(nullptr, len + kHugeThreshold, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   const auto start = reinterpret_cast<uintptr_t>(raw);
@@ -61,7 +60,7 @@ void unmap_huge(void* p, size_t bytes) {
   ::operator delete(p, std::align_val_t(64));
 #else
   const uintptr_t boundary = reinterpret_cast<uintptr_t>(p) / kHugeThreshold * kHugeThreshold;
-  munmap(reinterpret_cast<void*>(boundary), rounded(bytes + kMaxColor));
+  munmap(reinterpret_cast<void*>(boundary), rounded(bytes + kMaxHugeColor));
 #endif
 }
 

@@ -187,9 +187,6 @@ TEST(Calibration, TestSourcesAreOnlyTested) {
   EXPECT_NEAR(c.kernels[3].efficiency, 0.7, 1e-9);
 }
 
-// Memory-bound kernels that move no more than the L2 cache (50 MiB on an H100) run from it: made
-// here at 1.3x the HBM bandwidth, those above at 0.8 of it. The fit must see only the latter and
-// give 0.8 back exactly, saying why the others were left out.
 TEST(Calibration, Fp8GemmsGetTheirOwnEfficiencyThroughTheGemmLatency) {
   // BF16 GEMMs at 0.75 of 989 TF plus 5 us, FP8 ones (torch._scaled_mm) at 0.68 of 1,979 TF plus
   // the same 5 us: the GEMM class gives 0.75 and 5 us back from the BF16 ones alone, the FP8 class
@@ -243,6 +240,9 @@ TEST(Calibration, MemoryKernelsTooSmallToShowTheHbmRateKeepTheProfile) {
   EXPECT_TRUE(calibrate_kernels(samples, kH100, base, opt).kernels[3].fitted);
 }
 
+// Memory-bound kernels that move no more than the L2 cache (50 MiB on an H100) run from it: made
+// here at 1.3x the HBM bandwidth, those above at 0.8 of it. The fit must see only the latter and
+// give 0.8 back exactly, saying why the others were left out.
 TEST(Calibration, MemoryKernelsInsideTheL2AreLeftOutOfTheHbmFit) {
   std::vector<KernelSample> samples;
   for (double b = 1e6; b <= 50e6; b *= 2) samples.push_back(memory(b, 1.3, 1e-6));

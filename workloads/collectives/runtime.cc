@@ -173,32 +173,30 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
 }
 
 void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
+  size_t slot = uses.size();  // l's entry; uses.size() while l is new to this transfer
   if (!use_marks_) {
-    for (size_t i = 0; i < use_links_.size(); ++i)
-      if (use_links_[i] == l) {
-        uses[i].weight += weight;
-        return;
-      }
-    use_links_.push_back(l);
+    for (size_t i = 0; i < use_links_.size() && slot == uses.size(); ++i)
+      if (use_links_[i] == l) slot = i;
+  } else if (link_mark_[l].stamp == stamp_) {
+    slot = link_mark_[l].slot;
+  }
+  if (slot == uses.size()) {
     uses.push_back(sim::Use{res_.link(l), 0.0});
-    uses.back().weight += weight;
     // The flow starts on this link's record once the transfer's latency has passed, a few
     // microseconds from now: ask for it while the route is at hand.
     res_.simulation().fluid().prefetch_constraint(res_.link(l).value);
-    if (use_links_.size() == kLinearUses) {  // a long list: mark its links from now on
-      ++stamp_;
-      for (size_t i = 0; i < use_links_.size(); ++i) link_mark_[use_links_[i]] = LinkMark{stamp_, static_cast<uint32_t>(i)};
-      use_marks_ = true;
+    if (use_marks_) {
+      link_mark_[l] = LinkMark{stamp_, static_cast<uint32_t>(slot)};
+    } else {
+      use_links_.push_back(l);
+      if (use_links_.size() == kLinearUses) {  // a long list: mark its links from now on
+        ++stamp_;
+        for (size_t i = 0; i < use_links_.size(); ++i) link_mark_[use_links_[i]] = LinkMark{stamp_, static_cast<uint32_t>(i)};
+        use_marks_ = true;
+      }
     }
-    return;
   }
-  LinkMark& m = link_mark_[l];
-  if (m.stamp != stamp_) {
-    m = LinkMark{stamp_, static_cast<uint32_t>(uses.size())};
-    uses.push_back(sim::Use{res_.link(l), 0.0});
-    res_.simulation().fluid().prefetch_constraint(res_.link(l).value);
-  }
-  uses[m.slot].weight += weight;
+  uses[slot].weight += weight;
 }
 
 bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) const {
@@ -228,15 +226,16 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instanc
   const auto& topo = res_.topology();
   const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
   const auto& links = topo.links();
+  const std::span<const uint32_t> members = in.members();
   ++stamp_;
   for (const uint32_t off : in.copies->gpu_offsets) {
     // Each copy's connections hash as its own communicator's would (its members shifted).
     uint64_t comm = 0;
-    for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ (g + off));
+    for (uint32_t g : members) comm = sim::splitmix64(comm ^ (g + off));
     const uint64_t connection = sim::splitmix64(sim::splitmix64(ecmp_salt_ ^ comm) ^ channel);
     for (auto [hs, hd] : tr.hops) {
-      const uint32_t src = (in.relative ? in.members()[hs] : hs) + off;
-      const uint32_t dst = (in.relative ? in.members()[hd] : hd) + off;
+      const uint32_t src = (in.relative ? members[hs] : hs) + off;
+      const uint32_t dst = (in.relative ? members[hd] : hd) + off;
       if (src / gpn == dst / gpn && topo.kind() == topo::TopologyKind::kCluster) continue;  // scale-up only
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
