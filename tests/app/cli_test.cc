@@ -1419,6 +1419,51 @@ TEST_F(CliReplay, FsdpFloat8AllGatherGathersTheLinearWeightsInOneByte) {
   EXPECT_TRUE(contains(ddp.err, "fsdp only")) << ddp.err;
 }
 
+TEST_F(CliReplay, FsdpCopiesAreFsdp2sOnGpusAndOffOnTpus) {
+  // FSDP2's copy-out runs on the compute stream after each all-gather: Llama 3 8B over 8 H100s
+  // (tp 1, resharded after forward) gathers each of its 32 layers twice (forward, backward), the
+  // embedding twice and the head once (kept from its forward to its backward): 64 copy-outs of
+  // 2 x 436,224,000 bytes (218,112,000 parameters in bf16, read and written), 2 of 2 x
+  // 1,050,673,152 (the 525,336,576-parameter embedding) and 1 of 2 x 1,050,681,344 (the head and
+  // the final norm). At 0.85 of 3.35 TB/s plus the 1.15 us kernel gap each, that is
+  // 64 x 306.40 us + 2 x 738.00 us + 738.01 us = 21,823 us the compute stream spends more; the
+  // copy-ins (6 bytes per parameter on the reduce-scatter stream) add contention on top.
+  write_text(file("fc.yaml"),
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n"
+             "workload:\n  kind: training\n  model: {preset: llama3-8b}\n"
+             "  training: {seq_len: 8192, global_batch: 8, micro_batch: 1}\n"
+             "  parallelism: {dp: 8, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n  memory: {allow_oom: true}\n");
+  CliResult r = run({"run", file("fc.yaml").string(), "-q", "--json", "a.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(run({"run", file("fc.yaml").string(), "-q", "--json", "b.json", "--set",
+                 "workload.parallelism.fsdp_copies=false"}).status, 0);
+  const json a = read_json("a.json"), b = read_json("b.json");
+  EXPECT_TRUE(a["config"]["fsdp_copies"].get<bool>());
+  EXPECT_FALSE(b["config"]["fsdp_copies"].get<bool>());
+  const double rate = 3.35e12 * 0.85, gap = 1.15e-6;
+  const double copy_out = 64 * (2 * 436224000.0 / rate + gap) + 2 * (2 * 1050673152.0 / rate + gap) +
+                          (2 * 1050681344.0 / rate + gap);
+  const double more = a["step_time_s"].get<double>() - b["step_time_s"].get<double>();
+  EXPECT_GE(more, copy_out * (1 - 1e-6));
+  // The copy-ins move 6 x 8,030,261,248 bytes beside the compute: at most their own time more.
+  EXPECT_LE(more, copy_out + 6 * 8030261248.0 / rate);
+  EXPECT_NEAR(a["breakdown"]["exposed_dp_s"].get<double>() - b["breakdown"]["exposed_dp_s"].get<double>(), more,
+              1e-3 * more);  // charged to the data-parallel part
+  // XLA's sharded programs gather in place: off by default on TPUs, and refused without FSDP.
+  write_text(file("tpu.yaml"),
+             "cluster: {gpu: tpu-v5p, nodes: 2, gpus_per_node: 4, scale_out: {kind: torus, dims: [2, 2, 2]}}\n"
+             "workload:\n  kind: training\n  model: {preset: llama3-8b}\n"
+             "  training: {seq_len: 2048, global_batch: 8, micro_batch: 1}\n"
+             "  parallelism: {dp: 8, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n  memory: {allow_oom: true}\n");
+  r = run({"run", file("tpu.yaml").string(), "-q", "--json", "t.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(read_json("t.json")["config"]["fsdp_copies"].get<bool>());
+  CliResult ddp = run({"run", file("fc.yaml").string(), "-q", "--set", "workload.parallelism.data_parallel=ddp", "--set",
+                       "workload.parallelism.fsdp_copies=false"});
+  expect_one_error_line(ddp);
+  EXPECT_TRUE(contains(ddp.err, "fsdp_copies: applies to data_parallel: fsdp only")) << ddp.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other subcommands.
 

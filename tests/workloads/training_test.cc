@@ -255,6 +255,82 @@ TEST(TrainingDataParallel, FsdpUnderPipelineGathersOnceAndReducesAfterTheLastBac
   EXPECT_EQ(always_reduces, 17);
 }
 
+TEST(TrainingDataParallel, FsdpCopiesOutEachGatherAndCopiesInEachReduction) {
+  // FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): after each all-gather,
+  // foreach_all_gather_copy_out copies the flat output into the unsharded parameters on the
+  // compute stream (every gathered byte read and written: 2 x the gather); before each
+  // reduce-scatter, foreach_reduce copies the unsharded gradients into its input in the reduce
+  // dtype on the reduce-scatter stream. Stage 0 of fsdp_pp_job(4) (see the test above): 17
+  // gathers of 2 bytes per parameter, so 17 copy-outs moving 4 x kLlama8bStage0Params bytes;
+  // under PP the gradients accumulate in fp32, so each copy-in reads 4 and writes 4 bytes per
+  // parameter: 8 x kLlama8bStage0Params.
+  TrainingJob j = fsdp_pp_job(4);
+  const TrainingPlan plan = build_training(j);
+  const Program& p = plan.programs[0];
+  auto term_bytes = [&](const Op& op) {
+    double b = 0;
+    for (const CostTerm& t : p.cost_terms(op.index)) {
+      EXPECT_EQ(t.cls, KernelClass::kMemory);
+      b += t.bytes;
+    }
+    return b;
+  };
+  auto depends_on = [&](const Op& op, uint32_t dep) {
+    for (uint32_t k = 0; k < op.deps_count; ++k)
+      if (p.dep_refs(op)[k].op == dep) return true;
+    return false;
+  };
+  int outs = 0, ins = 0;
+  double out_bytes = 0, in_bytes = 0;
+  for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.op(i);
+    if (op.kind != OpKind::kKernel || op.category != TrainingCategory::kDp) continue;
+    const std::string name = p.name(op.name);
+    if (name == "fsdp copy-out") {
+      ++outs;
+      out_bytes += term_bytes(op);
+      EXPECT_EQ(op.stream, kComputeStream);
+      // It waits for the all-gather just before it in program order.
+      uint32_t g = i;
+      while (g > 0 && !(p.op(g).kind == OpKind::kCollective && p.op(g).coll == CollectiveOp::kAllGather)) --g;
+      EXPECT_TRUE(depends_on(op, g));
+      EXPECT_NEAR(term_bytes(op), 2 * p.op(g).bytes, 1.0);
+    } else {
+      ASSERT_EQ(name.rfind("fsdp copy-in grads", 0), 0u) << name;
+      ++ins;
+      in_bytes += term_bytes(op);
+      EXPECT_EQ(op.stream, kDpStream);
+      // The reduce-scatter right after it waits for it.
+      ASSERT_LT(i + 1, p.ops().size());
+      EXPECT_EQ(p.op(i + 1).coll, CollectiveOp::kReduceScatter);
+      EXPECT_TRUE(depends_on(p.op(i + 1), i));
+    }
+  }
+  EXPECT_EQ(outs, 17);
+  EXPECT_EQ(ins, 17);
+  EXPECT_NEAR(out_bytes, 4 * kLlama8bStage0Params, 16.0);
+  EXPECT_NEAR(in_bytes, 8 * kLlama8bStage0Params, 16.0);
+
+  // Without PP the gradients are the parameters' bf16, reduced in fp32: 2 + 4 = 6 bytes per
+  // parameter copied in; a bf16 reduce dtype makes it 2 + 2 = 4.
+  TrainingJob flat = h100_job("llama3-8b");
+  flat.seq_len = 2048;
+  flat.micro_batch = 1;
+  flat.dp = 2;
+  flat.global_batch = 2;
+  flat.data_parallel = DataParallel::kFsdp;
+  const double params = static_cast<double>(count_params(flat.model).total);
+  for (auto [reduce, per_param] : {std::pair{Precision::kFp32, 6.0}, std::pair{Precision::kBf16, 4.0}}) {
+    flat.fsdp_reduce = reduce;
+    const TrainingPlan fp = build_training(flat);
+    double copied_in = 0;
+    for (const Op& op : fp.programs[0].ops())
+      if (op.kind == OpKind::kKernel && op.stream == kDpStream)
+        for (const CostTerm& t : fp.programs[0].cost_terms(op.index)) copied_in += t.bytes;
+    EXPECT_NEAR(copied_in, per_param * params, 64.0);
+  }
+}
+
 TEST(TrainingDataParallel, FsdpUnderZeroBubbleReducesAfterTheLastWeightPass) {
   // zb-h1 splits each backward into an input pass (B) and a weight pass (W); gradients are
   // complete after a chunk's last W, so the 17 reduce-scatters of stage 0 follow the last W's

@@ -239,12 +239,13 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           std::string(kRecomputeNames.name(j.recompute)).c_str(), j.eager_kernels ? "eager" : "fused", apart.c_str(),
           j.gradients_lazy() ? "lazy" : "persistent");
   if (j.data_parallel == DataParallel::kFsdp && j.grad_group() > 1)
-    appendf(o, "  fsdp: layers%s %s after forward, gradients reduce-scattered in %s %s\n",
+    appendf(o, "  fsdp: layers%s %s after forward, gradients reduce-scattered in %s %s%s\n",
             j.fsdp_float8_all_gather ? " (linear weights gathered in FP8)" : "",
             j.fsdp_reshard_after_forward() ? "resharded" : "kept gathered",
             std::string(kPrecisionNames.name(j.fsdp_reduce)).c_str(),
             j.fsdp_defers_grad_sync() ? "after each chunk's last backward (accumulated unsharded until then)"
-                                      : "after every backward");
+                                      : "after every backward",
+            j.fsdp_copies ? "; FSDP2's copy-out and copy-in kernels" : "");
   if (!j.master_weights)
     appendf(o, "  optimizer: no fp32 master weights; Adam's m and v in %s (training.master_weights: false)\n",
             std::string(kPrecisionNames.name(j.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16)).c_str());
@@ -335,6 +336,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
     c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));
     c["fsdp_float8_all_gather"] = j.fsdp_float8_all_gather && j.grad_group() > 1;  // what ran
+    c["fsdp_copies"] = j.fsdp_copies;
     c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));

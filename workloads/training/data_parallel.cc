@@ -1,5 +1,6 @@
 #include "workloads/training/data_parallel.h"
 
+#include <map>
 #include <string>
 
 namespace wl {
@@ -117,16 +118,18 @@ class Fsdp : public DataParallelPolicy {
     const bool fwd = pass == Pass::kForward;
     int64_t l = shape_.first_layer[static_cast<size_t>(g)] +
                 (fwd ? pos : shape_.chunk_layers[static_cast<size_t>(g)] - 1 - pos);
-    e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, split_.layer_gather_bytes,
-                                  std::string("all-gather params ") + (fwd ? "fwd" : "bwd"),
-                                  mb, static_cast<int32_t>(l), deps));
+    copy_out(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, split_.layer_gather_bytes,
+                               std::string("all-gather params ") + (fwd ? "fwd" : "bwd"), mb,
+                               static_cast<int32_t>(l), deps),
+             split_.layer_gather_bytes, mb, static_cast<int32_t>(l));
   }
   // The embedding or the head: gathered before use, gradient reduce-scattered after.
   void before_whole(Whole which, double params, int32_t mb, int32_t chunk) override {
     const bool gather = which == Whole::kHead ? head_gather_now_ : gather_now_[static_cast<size_t>(chunk)];
     if (!e_.has(Dim::kDp) || params <= 0 || !gather) return;
-    e_.wait_for(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
-                                  std::string("all-gather params ") + whole_name(which), mb, -1, {}));
+    copy_out(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
+                               std::string("all-gather params ") + whole_name(which), mb, -1, {}),
+             param_bytes(params), mb, -1);
   }
   void after_whole_grad(Whole which, double params, int32_t mb, bool grads_final) override {
     if (params <= 0) return;
@@ -151,6 +154,27 @@ class Fsdp : public DataParallelPolicy {
     const char* what;  // the embedding's or head's name; nullptr: a layer
   };
   double reduce_bytes(double params) const { return params * job_.fsdp_reduce_bytes(); }
+  // FSDP2's copies around its collectives (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+  // PyTorch 2.5-2.11): the all-gather writes one flat buffer, which foreach_all_gather_copy_out
+  // copies into the unsharded parameters with split_with_sizes_copy on the compute stream once the
+  // all-gather is done (FSDPParamGroup.wait_for_unshard, just before the module runs): every
+  // gathered byte read and written once. Charged to the data-parallel category.
+  void copy_out(uint32_t gather, double gathered_bytes, int32_t mb, int32_t layer) {
+    e_.wait_for(gather);
+    if (!job_.fsdp_copies) return;
+    e_.add_compute(Cost{}, memory_terms(2 * gathered_bytes), "fsdp copy-out", TrainingCategory::kDp, mb, layer);
+  }
+  // One memory-bound kernel moving `bytes` through HBM, stored once per size (the emitter keys
+  // cost terms by their address).
+  const std::vector<CostTerm>& memory_terms(double bytes) {
+    std::vector<CostTerm>& t = memory_terms_[bytes];
+    if (t.empty()) {
+      t.assign(1, CostTerm{});
+      t[0].cls = KernelClass::kMemory;
+      t[0].bytes = bytes;
+    }
+    return t;
+  }
   // A gradient is complete for this micro-batch: reduce-scattered now, or, with the sync
   // deferred, accumulated (nothing to send) until the chunk's last backward ends.
   void reduce(int32_t mb, int32_t layer, double params, bool grads_final, const char* what) {
@@ -164,9 +188,20 @@ class Fsdp : public DataParallelPolicy {
   void send(int32_t mb, int32_t layer, double params, bool grads_final, const char* what) {
     const std::string suffix = what ? std::string(" ") + what : std::string();
     std::vector<uint32_t> deps{static_cast<uint32_t>(e_.last_compute())};
-    uint32_t rs = e_.has(Dim::kDp) ? e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, reduce_bytes(params),
-                                                       "reduce-scatter grads" + suffix, mb, layer, deps)
-                                   : static_cast<uint32_t>(e_.last_compute());
+    uint32_t rs = static_cast<uint32_t>(e_.last_compute());
+    if (e_.has(Dim::kDp)) {
+      // foreach_reduce first copies the unsharded gradients into the reduce-scatter's input in the
+      // reduce dtype (torch._chunk_cat), on the reduce-scatter stream: read in the gradients' dtype
+      // (the parameters', or the reduce dtype where they were accumulated in it), written in the
+      // reduce dtype.
+      if (job_.fsdp_copies) {
+        const double grad_elem = job_.fsdp_defers_grad_sync() ? job_.fsdp_reduce_bytes() : job_.adam.param;
+        deps.assign(1, e_.add_side_kernel(Dim::kDp, memory_terms(params * (grad_elem + job_.fsdp_reduce_bytes())),
+                                          "fsdp copy-in grads" + suffix, TrainingCategory::kDp, mb, layer, deps));
+      }
+      rs = e_.add_collective(Dim::kDp, CollectiveOp::kReduceScatter, reduce_bytes(params),
+                             "reduce-scatter grads" + suffix, mb, layer, deps);
+    }
     if (grads_final && e_.has(Dim::kDpOuter))
       e_.add_collective(Dim::kDpOuter, CollectiveOp::kAllReduce,
                         reduce_bytes(params) / static_cast<double>(job_.grad_group()), "all-reduce grad shard" + suffix,
@@ -177,6 +212,7 @@ class Fsdp : public DataParallelPolicy {
   std::vector<bool> gather_now_;  // per chunk: the current pass gathers them
   bool head_gathered_ = false, head_gather_now_ = true;  // the same for the final norm and head
   std::vector<Held> held_;        // deferred reductions of the chunk being finished
+  std::map<double, std::vector<CostTerm>> memory_terms_;  // by bytes; node-based: stable addresses
 };
 
 }  // namespace

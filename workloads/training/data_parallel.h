@@ -8,7 +8,8 @@
 //              `fsdp_prefetch` layers ahead, and resharded after its forward only with
 //              reshard_after_forward; gradients reduce-scattered after every backward, or, under
 //              pipeline parallelism, accumulated unsharded and reduce-scattered after each chunk's
-//              last backward (PyTorch FSDP2 as torchtitan runs it, see TrainingJob); HSDP adds an
+//              last backward (PyTorch FSDP2 as torchtitan runs it, see TrainingJob), with FSDP2's
+//              copy-out after each all-gather and copy-in before each reduce-scatter; HSDP adds an
 //              all-reduce of the gradient shard over the replicate group dp_outer (Zhao et al.,
 //              VLDB 2023).
 // Internal to workloads/training/.

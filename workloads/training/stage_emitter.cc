@@ -54,6 +54,22 @@ uint32_t StageEmitter::add_compute(const Cost& c, const std::vector<CostTerm>& t
   return idx;
 }
 
+uint32_t StageEmitter::add_side_kernel(Dim d, const std::vector<CostTerm>& terms, const std::string& name,
+                                       TrainingCategory cat, int32_t mb, int32_t layer,
+                                       const std::vector<uint32_t>& deps) {
+  Op op;
+  op.kind = OpKind::kKernel;
+  op.stream = stream_for(d);
+  op.category = cat;
+  auto [it, fresh] = term_index_.try_emplace(&terms, 0);
+  if (fresh) it->second = p_.add_cost_terms(terms);
+  op.index = it->second;
+  op.name = p_.intern(name);
+  op.micro_batch = mb;
+  op.layer = layer;
+  return p_.add(op, deps);
+}
+
 uint32_t StageEmitter::add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb,
                                       int32_t layer, const std::vector<uint32_t>& deps) {
   Op op;

@@ -60,6 +60,11 @@ class StageEmitter {
   // its model FLOPs. The terms are stored once per distinct list (recipes repeat per micro-batch).
   uint32_t add_compute(const Cost& c, const std::vector<CostTerm>& terms, const std::string& name,
                        TrainingCategory cat, int32_t mb, int32_t layer);
+  // A kernel on the stream of dimension d's collectives (work a communication library or framework
+  // runs there before a collective, as FSDP2's reduce-scatter copy-in), after `deps`; it leaves the
+  // frontier alone. `terms` must outlive the emitter, as add_compute's.
+  uint32_t add_side_kernel(Dim d, const std::vector<CostTerm>& terms, const std::string& name, TrainingCategory cat,
+                           int32_t mb, int32_t layer, const std::vector<uint32_t>& deps);
   // A collective along dimension d on its stream, after `deps`.
   uint32_t add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb, int32_t layer,
                           const std::vector<uint32_t>& deps);

@@ -90,6 +90,11 @@ struct TrainingJob {
   // all-gather moves 1 byte per weight instead of the parameter dtype's; the gathered weights are
   // FP8. Norms, the embedding and the output projection (BF16 under FP8) gather as before.
   bool fsdp_float8_all_gather = false;
+  // FSDP2's copy kernels around its collectives (torch/distributed/fsdp/_fully_shard/
+  // _fsdp_collectives.py): the copy-out of every all-gather's flat buffer into the unsharded
+  // parameters on the compute stream, and the copy-in of the gradients into the reduce-scatter's
+  // input in the reduce dtype on the reduce-scatter stream. Off: collectives in place (XLA on TPUs).
+  bool fsdp_copies = true;
   double fsdp_reduce_bytes() const { return static_cast<double>(elementwise_bytes(fsdp_reduce)); }
   // Under pipeline parallelism PyTorch's pipeline stage keeps FSDP from syncing (and resharding)
   // gradients until a chunk's last backward (torch/distributed/pipelining/stage.py,

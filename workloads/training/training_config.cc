@@ -184,6 +184,13 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       j.fsdp_reduce = kPrecisionNames.value(p.get_enum("fsdp_reduce_dtype", {"fp32", "bf16", "fp16"}, def));
       only_fsdp("fsdp_reduce_dtype", kPrecisionNames.name(j.fsdp_reduce) == std::string_view(def));
     }
+    if (fsdp || p.has("fsdp_copies")) {
+      // PyTorch FSDP2 copies each gathered flat buffer out into the parameters and each layer's
+      // gradients into the reduce-scatter's input; XLA's sharded programs (TPUs) gather in place.
+      const bool def = j.gpu.kind == topo::AcceleratorKind::kGpu;
+      j.fsdp_copies = p.get_bool("fsdp_copies", def);
+      only_fsdp("fsdp_copies", j.fsdp_copies == def);
+    }
     if (fsdp || p.has("fsdp_float8_all_gather")) {
       j.fsdp_float8_all_gather = p.get_bool("fsdp_float8_all_gather", false);
       only_fsdp("fsdp_float8_all_gather", !j.fsdp_float8_all_gather);
