@@ -1464,6 +1464,31 @@ TEST_F(CliReplay, FsdpCopiesAreFsdp2sOnGpusAndOffOnTpus) {
   EXPECT_TRUE(contains(ddp.err, "fsdp_copies: applies to data_parallel: fsdp only")) << ddp.err;
 }
 
+TEST_F(CliReplay, TpCommOverlapNamesItsImplementation) {
+  // true is Megatron-LM's flag (userbuffers); asynctp is PyTorch's; the summary and the JSON say
+  // which ran, and a value outside the list, or overlap without sequence parallelism, is refused.
+  write_text(file("tp.yaml"),
+             "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n"
+             "workload:\n  kind: training\n  model: {preset: llama3-8b, layers: 2}\n"
+             "  training: {seq_len: 4096, global_batch: 1, micro_batch: 1}\n"
+             "  parallelism: {tp: 8, sequence_parallel: true}\n  schedule: {kind: 1f1b}\n");
+  for (auto [value, ran] : {std::pair{"false", "false"}, std::pair{"true", "userbuffers"},
+                            std::pair{"userbuffers", "userbuffers"}, std::pair{"asynctp", "asynctp"}}) {
+    CliResult r = run({"run", file("tp.yaml").string(), "--json", "tp.json", "--set",
+                       std::string("workload.parallelism.tp_comm_overlap=") + value});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_json("tp.json")["config"]["tp_comm_overlap"].get<std::string>(), ran) << value;
+    EXPECT_EQ(contains(r.out, "tp comm overlapped with its GEMMs in 8 chunks"), std::string(ran) != "false") << r.out;
+  }
+  CliResult bad = run({"run", file("tp.yaml").string(), "-q", "--set", "workload.parallelism.tp_comm_overlap=sometimes"});
+  expect_one_error_line(bad);
+  EXPECT_TRUE(contains(bad.err, "tp_comm_overlap")) << bad.err;
+  CliResult no_sp = run({"run", file("tp.yaml").string(), "-q", "--set", "workload.parallelism.tp_comm_overlap=asynctp",
+                         "--set", "workload.parallelism.sequence_parallel=false"});
+  expect_one_error_line(no_sp);
+  EXPECT_TRUE(contains(no_sp.err, "sequence_parallel")) << no_sp.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Other subcommands.
 

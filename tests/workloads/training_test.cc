@@ -511,32 +511,92 @@ TEST(TrainingDataParallel, WithoutOverlapEveryBucketWaitsForTheWholeBackward) {
   EXPECT_LT(on.step_time_s, off.step_time_s);
 }
 
-TEST(TrainingTensorParallel, CommOverlapHidesTheCollectivesBehindTheirGemms) {
-  // Llama 3 8B (2 layers), TP 8 with sequence parallelism on one DGX H100, comm SMs and HBM share
-  // off so that a collective and a GEMM running together do not slow each other. Overlapped
-  // (Megatron --tp-comm-overlap), each all-gather runs beside the GEMM that consumes it and each
-  // reduce-scatter beside the GEMM that produces it: the compute is the same, the exposed TP time
-  // drops, and the step shortens by at most the TP time exposed without overlap.
+// Llama 3 8B cut to 2 layers, seq 8192, TP 8 with sequence parallelism, as pipeline_job sets
+// the rest; and the one DGX H100 (NVSwitch) it runs on.
+TrainingJob tp8_sp_job() {
   TrainingJob j = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
   j.model = find_model_preset("llama3-8b");
   j.model.layers = 2;
   j.seq_len = 8192;
   j.tp = 8;
   j.sequence_parallel = true;
+  return j;
+}
+topo::Topology dgx_node(const TrainingJob& j) {
   topo::ScaleUpSpec su;
   su.kind = topo::ScaleUpKind::kNvSwitch;
   su.bandwidth_Bps = j.gpu.scale_up_bandwidth_Bps;
-  const topo::Topology node = topo::build_scale_up(8, su);
+  return topo::build_scale_up(8, su);
+}
+
+TEST(TrainingTensorParallel, CommOverlapHidesTheCollectivesBehindTheirGemms) {
+  // Llama 3 8B (2 layers), TP 8 with sequence parallelism on one DGX H100, comm SMs and HBM share
+  // off so that a collective and a GEMM running together do not slow each other. Overlapped
+  // (Megatron --tp-comm-overlap), each all-gather runs beside the GEMM that consumes it and each
+  // reduce-scatter beside the GEMM that produces it: the compute is the same, the exposed TP time
+  // drops, and the step shortens by at most the TP time exposed without overlap.
+  TrainingJob j = tp8_sp_job();
+  const topo::Topology node = dgx_node(j);
   const StepResult off = run_step(j, node);
-  j.tp_comm_overlap = true;
+  j.tp_overlap = TrainingJob::TpOverlap::kUserbuffers;
   const StepResult on = run_step(j, node);
   const double tp_off = off.mean.exposed[static_cast<size_t>(Dim::kTp)];
   const double tp_on = on.mean.exposed[static_cast<size_t>(Dim::kTp)];
   ASSERT_GT(tp_off, 0.0);
   EXPECT_LT(tp_on, 0.5 * tp_off);
-  EXPECT_NEAR(on.mean.compute, off.mean.compute, 1e-7);  // more kernels: ns rounding each
+  // The same work, cut into 8 chunks per overlapped GEMM: 7 more kernels per kernel cut, each
+  // paying the 1.15 us kernel gap. Per layer: forward qkv_proj, attn_out_proj, mlp_gate + mlp_up
+  // (both read the gathered input) and mlp_down, 5 kernels; backward (input and weight gradient,
+  // 2 kernels per GEMM) mlp_down, mlp_up, mlp_gate, attn_out_proj, and qkv_proj with the rope
+  // backward before it (the regathered input's consumer), 11: 16 x 7 = 112 more kernels per
+  // layer, 224 for 2 layers.
+  EXPECT_NEAR(on.mean.compute - off.mean.compute, 224 * 1.15e-6, 1e-7);
   EXPECT_LT(on.step_time_s, off.step_time_s);
   EXPECT_GE(on.step_time_s, off.step_time_s - tp_off - 1e-9);
+}
+
+TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
+  // PyTorch AsyncTP (torch/distributed/_symmetric_memory/__init__.py) against userbuffers on the
+  // same job as above: before each overlapped all-gather a rank copies its shard (bytes / 8) into
+  // its peer-visible buffer, reading and writing it; after each overlapped reduce-scatter one
+  // kernel sums the 8 partial chunks (reads the whole input, writes an eighth). Every buffer is
+  // b s h x 2 bytes = 8192 x 4096 x 2 = 67,108,864 (the all-gathers move BF16 here). Per layer 6
+  // all-gathers (forward 2, backward 4) and 4 reduce-scatters (2 and 2):
+  //   copy:   2 x 67,108,864 / 8 = 16,777,216 bytes, at 0.85 x 3.35 TB/s = 5.892 us + 1.15 us gap
+  //   reduce: 67,108,864 x 9 / 8 = 75,497,472 bytes                   = 26.514 us + 1.15 us gap
+  // 2 layers: 12 x 7.042 + 8 x 27.664 = 305.8 us more compute, on the compute stream.
+  TrainingJob j = tp8_sp_job();
+  const topo::Topology node = dgx_node(j);
+  j.tp_overlap = TrainingJob::TpOverlap::kUserbuffers;
+  const StepResult ub = run_step(j, node);
+  j.tp_overlap = TrainingJob::TpOverlap::kAsyncTp;
+  const StepResult at = run_step(j, node);
+  const double rate = 0.85 * 3.35e12, gap = 1.15e-6;
+  const double extra = 12 * (16777216.0 / rate + gap) + 8 * (75497472.0 / rate + gap);
+  EXPECT_NEAR(at.mean.compute - ub.mean.compute, extra, 1e-7);
+  EXPECT_GT(at.step_time_s, ub.step_time_s);
+  // The consumer's last chunk waits for its all-gather, its first seven do not.
+  const TrainingPlan plan = build_training(j);
+  const Program& p = plan.programs[0];
+  int tails = 0;
+  for (uint32_t i = 0; i + 2 < p.ops().size(); ++i) {
+    const Op& ag = p.op(i);
+    // The layers' (the head's all-gather is not overlapped).
+    if (ag.kind != OpKind::kCollective || ag.coll != CollectiveOp::kAllGather || ag.layer < 0) continue;
+    const Op& head = p.op(i + 1);
+    const Op& tail = p.op(i + 2);
+    ASSERT_EQ(p.name(head.name).find("(chunks 1-7 of 8)") != std::string::npos, true) << p.name(head.name);
+    ASSERT_EQ(p.name(tail.name).find("(chunk 8 of 8)") != std::string::npos, true) << p.name(tail.name);
+    auto waits = [&](const Op& op) {
+      for (uint32_t k = 0; k < op.deps_count; ++k)
+        if (p.dep_refs(op)[k].op == i) return true;
+      return false;
+    };
+    EXPECT_FALSE(waits(head));
+    EXPECT_TRUE(waits(tail));
+    ++tails;
+  }
+  EXPECT_EQ(tails, 12);
 }
 
 // Llama 3 8B cut to 8 layers on one H100, seq 8192, micro-batch 1, eager, pure bf16 AdamW (no

@@ -230,6 +230,11 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
+  if (j.tp_comm_overlap())
+    appendf(o, "  tp comm overlapped with its GEMMs in %lld chunks (%s)\n", static_cast<long long>(j.tp),
+            j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp
+                ? "PyTorch AsyncTP: shard copies and partial-sum kernels of its own"
+                : "userbuffers, as Megatron-LM --tp-comm-overlap");
   // The loss and the optimizer are named where they differ from the kernels' default.
   std::string apart;
   if (j.loss_eager() != j.eager_kernels) apart += j.loss_eager() ? ", loss eager" : ", loss fused";
@@ -332,6 +337,9 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["dp"] = j.dp;
   c["dp_outer"] = j.dp_outer;
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
+  c["tp_comm_overlap"] = j.tp_overlap == TrainingJob::TpOverlap::kOff        ? "false"
+                         : j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp ? "asynctp"
+                                                                            : "userbuffers";
   if (j.data_parallel == DataParallel::kFsdp) {
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
     c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));

@@ -233,6 +233,7 @@ class Coster {
     return c;
   }
   const ProfileKernelCoster& profile() const { return profile_; }
+  int64_t tp() const { return job_.tp; }
 
  private:
   const TrainingJob& job_;
@@ -249,16 +250,98 @@ CollectiveOp to_coll(CollectiveKind k) {
   return CollectiveOp::kAllReduce;
 }
 
+// The fraction `f` of a compute piece's work (every term's FLOPs, bytes and unvectorized work,
+// its model FLOPs) as `chunks` kernels per kernel of the piece: chunks of a GEMM cut along its
+// tokens. Each chunk keeps the whole GEMM's wave factor: AsyncTP runs consecutive chunks on two
+// streams so that one's last wave overlaps the next's first, which its authors introduced to
+// avoid the smaller GEMMs' quantization loss (torch/distributed/_symmetric_memory/__init__.py,
+// _pipelined_all_gather_and_consume); Transformer Engine's userbuffers overlap theirs likewise.
+Piece piece_part(const Piece& p, double f, uint32_t chunks, const Coster& coster, const std::string& what) {
+  Piece q = p;
+  for (CostTerm& t : q.terms) {
+    t.flops[0] *= f;
+    t.flops[1] *= f;
+    t.bytes *= f;
+    t.unvec_elems *= f;
+    t.unvec_bytes *= f;
+    t.kernels *= chunks;
+  }
+  q.cost = coster.evaluate(q.terms, p.cost.model_flops * f);
+  q.name = p.name + " (" + what + ")";
+  return q;
+}
+
+// One memory-bound kernel moving `bytes` through HBM.
+Piece memory_piece(double bytes, const Coster& coster, const std::string& name) {
+  Piece q;
+  CostTerm t;
+  t.cls = KernelClass::kMemory;
+  t.bytes = bytes;
+  q.terms.push_back(t);
+  q.cost = coster.evaluate(q.terms, 0);
+  q.name = name;
+  return q;
+}
+
+// Overlapped TP collectives as the frameworks pipeline them: the GEMM is cut into tp chunks along
+// its tokens, one per rank's shard. An all-gather's consumer starts on the local shard while the
+// others arrive, so only its last chunk must wait for the whole all-gather: (tp - 1) / tp of it
+// runs beside the collective, 1 / tp after it. A reduce-scatter's producer must finish its first
+// chunk before anything can be sent: 1 / tp of it runs first, (tp - 1) / tp beside the
+// collective. AsyncTP adds two kernels of its own (torch/distributed/_symmetric_memory/
+// __init__.py, PyTorch 2.5-2.11): before an all-gather, each rank copies its shard into its
+// peer-visible buffer (copy_shard before the first barrier: 2 x bytes / tp through HBM); after a
+// reduce-scatter, the tp partial chunks each rank received are summed by one reduction kernel
+// (_fused_matmul_reduce_scatter_impl's reduce_fn: it reads the whole stacked input, `bytes`, and
+// writes bytes / tp). Userbuffers reduce inside their communication kernels. A GEMM that both
+// consumes an all-gather and produces a reduce-scatter is cut as a consumer.
+void pipeline_overlapped(Recipe& r, const Coster& coster, TrainingJob::TpOverlap overlap, const std::string& label) {
+  const double n = static_cast<double>(coster.tp());
+  const uint32_t chunks = static_cast<uint32_t>(coster.tp());
+  const bool asynctp = overlap == TrainingJob::TpOverlap::kAsyncTp;
+  const std::string whole = std::to_string(chunks);
+  Recipe out;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Piece& pc = r[i];
+    if (pc.comm && pc.overlap == Overlap::kWithNext && asynctp)
+      out.push_back(memory_piece(2 * pc.spec.bytes / n, coster, label + " asynctp copy shard"));
+    const bool consumer = !pc.comm && i > 0 && r[i - 1].comm && r[i - 1].overlap == Overlap::kWithNext;
+    const bool producer = !pc.comm && i + 1 < r.size() && r[i + 1].comm && r[i + 1].overlap == Overlap::kWithPrev;
+    if (consumer) {
+      out.push_back(piece_part(pc, (n - 1) / n, chunks - 1, coster, "chunks 1-" + std::to_string(chunks - 1) + " of " + whole));
+      out.push_back(piece_part(pc, 1 / n, 1, coster, "chunk " + whole + " of " + whole));
+    } else if (producer) {
+      out.push_back(piece_part(pc, 1 / n, 1, coster, "chunk 1 of " + whole));
+      out.push_back(piece_part(pc, (n - 1) / n, chunks - 1, coster, "chunks 2-" + whole + " of " + whole));
+    } else {
+      out.push_back(pc);
+    }
+    if (pc.comm && pc.overlap == Overlap::kWithPrev && asynctp)
+      out.push_back(memory_piece(pc.spec.bytes * (1 + 1 / n), coster, label + " asynctp reduce"));
+  }
+  r = std::move(out);
+}
+
+bool has_op(const std::vector<OpCost>& ops, std::string_view name) {
+  for (const OpCost& o : ops)
+    if (o.name == name) return true;
+  return false;
+}
+
 // Ops run in `ops` order; a communication op whose after_op matches follows that op. A compute
 // piece is named by the pass and the model ops it covers: "fwd attn_norm..attn_out_proj".
 Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass pass, PassPart part,
-                   const Coster& coster, const std::string& label, bool with_comm, bool tp_overlap) {
+                   const Coster& coster, const std::string& label, bool with_comm, TrainingJob::TpOverlap overlap) {
+  const bool tp_overlap = overlap != TrainingJob::TpOverlap::kOff;
   Recipe r;
   Piece cur;
   double model_flops = 0;
   std::string first, last;
   // With TP overlap: the GEMMs that produce a reduce-scatter's input (the op it follows) and the
-  // GEMM right after an all-gather become pieces of their own.
+  // GEMMs that consume an all-gather's output become pieces of their own. In the forward a SwiGLU
+  // block's gate and up projections both read the gathered MLP input: AsyncTP fuses the gather
+  // with both matmuls (fused_all_gather_matmul takes a list of weights) and Megatron-LM runs them
+  // as one linear (linear_fc1), so the piece runs through mlp_up.
   auto overlapped = [&](const CommOp& c) {
     return tp_overlap && c.group == CommGroup::kTp &&
            (c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kReduceScatter);
@@ -286,8 +369,8 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
     model_flops += model;
     if (first.empty()) first = o.name;
     last = o.name;
-    if (isolate_next && gemm) {
-      flush();  // the consuming GEMM alone
+    if (isolate_next && gemm && !(pass == Pass::kForward && o.name == "mlp_gate" && has_op(ops, "mlp_up"))) {
+      flush();  // the consuming GEMMs alone
       isolate_next = false;
     }
     if (!with_comm) continue;
@@ -308,6 +391,7 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
     }
   }
   flush();
+  if (tp_overlap) pipeline_overlapped(r, coster, overlap, label);
   return r;
 }
 
@@ -323,7 +407,7 @@ struct Recomputed {
 };
 
 PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& comm, const Coster& coster,
-                              bool tp_overlap, const Recomputed* recomputed = nullptr) {
+                              TrainingJob::TpOverlap tp_overlap, const Recomputed* recomputed = nullptr) {
   PassRecipes p;
   auto rev = backward_order(ops);
   p.fwd = make_recipe(ops, comm, Pass::kForward, PassPart::kFwd, coster, "fwd", true, tp_overlap);
@@ -331,7 +415,8 @@ PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& c
                             Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);
   p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
-  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false, false);
+  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false,
+                             TrainingJob::TpOverlap::kOff);
   return p;
 }
 
@@ -652,12 +737,14 @@ TrainingPlan build_training(const TrainingJob& job) {
     sac.ops = op_sac_recompute_ops(job.model, b, s, shape, job.precision, oo);
     sac.comm = op_sac_recompute_comm(lcomm);
   }
-  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_comm_overlap,
+  PassRecipes layer = make_pass_recipes(lops, lcomm, coster, job.tp_overlap,
                                         job.recompute == Recompute::kSelectiveOp ? &sac : nullptr);
   PassRecipes embed = make_pass_recipes(embedding_ops(job.model, b, s, shape, job.precision),
-                                        embedding_comm(job.model, b, s, shape, job.precision), coster, false);
+                                        embedding_comm(job.model, b, s, shape, job.precision), coster,
+                                        TrainingJob::TpOverlap::kOff);
   PassRecipes head = make_pass_recipes(head_ops(job.model, b, s, shape, job.precision, oo),
-                                       head_comm(job.model, b, s, shape, job.precision), coster, false);
+                                       head_comm(job.model, b, s, shape, job.precision), coster,
+                                       TrainingJob::TpOverlap::kOff);
   // Parameters per rank: a layer, the embedding (first chunk), the final norm + head (last chunk).
   double layer_params = static_cast<double>(layer_params_per_rank(job.model, job.tp));
   int64_t chunks = job.pp * job.virtual_stages;

@@ -109,9 +109,16 @@ struct TrainingJob {
   // or, off, every bucket after the backward pass ends (Megatron-LM's default without the flag).
   bool overlap_grad_reduce = true;
   // TP all-gathers and reduce-scatters (sequence parallelism) overlapped with the GEMMs that
-  // consume or produce them, chunk by chunk (Megatron-LM --tp-comm-overlap with Transformer
-  // Engine's userbuffers; PyTorch AsyncTP): they run beside that GEMM instead of before or after.
-  bool tp_comm_overlap = false;
+  // consume or produce them, the GEMM cut into tp chunks along its tokens so that chunk i runs
+  // while chunk i+1 moves (training.cc, make_pass_recipes): kUserbuffers as Megatron-LM's
+  // --tp-comm-overlap with Transformer Engine's userbuffers, which reduce inside their
+  // communication kernels; kAsyncTp as PyTorch's AsyncTP (torch/distributed/_symmetric_memory,
+  // fused_all_gather_matmul and fused_matmul_reduce_scatter), which also copies the local shard
+  // into its peer-visible buffer before an all-gather and sums the tp partial chunks in a kernel
+  // of its own after a reduce-scatter.
+  enum class TpOverlap : uint8_t { kOff, kUserbuffers, kAsyncTp };
+  TpOverlap tp_overlap = TpOverlap::kOff;
+  bool tp_comm_overlap() const { return tp_overlap != TpOverlap::kOff; }
   // Schedule.
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;

@@ -204,8 +204,14 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.ddp_bucket_bytes = p.get_bytes("bucket", j.ddp_bucket_bytes);
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
   j.overlap_grad_reduce = p.get_bool("overlap_grad_reduce", j.overlap_grad_reduce);
-  j.tp_comm_overlap = p.get_bool("tp_comm_overlap", j.tp_comm_overlap);
-  if (j.tp_comm_overlap && (j.tp < 2 || !j.sequence_parallel))
+  {
+    // true: Megatron-LM's flag of that name (Transformer Engine's userbuffers).
+    const std::string o = p.get_enum("tp_comm_overlap", {"false", "true", "userbuffers", "asynctp"}, "false");
+    j.tp_overlap = o == "false"     ? TrainingJob::TpOverlap::kOff
+                   : o == "asynctp" ? TrainingJob::TpOverlap::kAsyncTp
+                                    : TrainingJob::TpOverlap::kUserbuffers;
+  }
+  if (j.tp_comm_overlap() && (j.tp < 2 || !j.sequence_parallel))
     p.child("tp_comm_overlap").fail("overlaps the all-gathers and reduce-scatters of sequence parallelism: needs tp > 1 and sequence_parallel: true (as Megatron-LM's --tp-comm-overlap does)");
   j.split = kPipelineSplitNames.value(p.get_enum("layer_split", kPipelineSplitNames.names(), "even"));
 
