@@ -177,6 +177,29 @@ TrainingJob h100_job(const std::string& preset) {
   return j;
 }
 
+TEST(TrainingPipeline, GpipeKeepsEveryMicroBatchsHeadTensors) {
+  // GPipe runs all m forwards before any backward, so the last stage keeps each micro-batch's head
+  // tensors until its backward: the fp32 logits the loss's backward reads, the final norm's input
+  // and the head's input. Llama 3 8B (32 layers, 16 per stage), p = 2, m = 4, s = 2048, b = 1,
+  // no TP: one micro-batch's are 2048 x 4096 x 2 = 16,777,216 bytes for each input and
+  // 2048 x 128,256 x 4 = 1,050,673,152 of logits, 1,084,227,584 in all. Against 1F1B, GPipe's
+  // last stage holds 4 chunk stashes instead of 1 and 3 more micro-batches' head tensors; its first
+  // stage 4 stashes instead of 2 (no head), which gives a chunk's stash.
+  TrainingJob j = h100_job("llama3-8b");
+  j.seq_len = 2048;
+  j.micro_batch = 1;
+  j.pp = 2;
+  j.global_batch = 4;
+  j.schedule = PipelineSchedule::kOneFOneB;
+  const TrainingPlan one = build_training(j);
+  j.schedule = PipelineSchedule::kGPipe;
+  const TrainingPlan gpipe = build_training(j);
+  const double stash = (gpipe.memory[0].bytes.activations - one.memory[0].bytes.activations) / 2;
+  ASSERT_GT(stash, 0.0);
+  const double head = 2 * 16777216.0 + 1050673152.0;
+  EXPECT_NEAR(gpipe.memory[1].bytes.activations - one.memory[1].bytes.activations, 3 * stash + 3 * head, 1.0);
+}
+
 // Llama 3 8B on PP 2 x DP 2 with FSDP, one sequence per micro-batch, 1F1B.
 TrainingJob fsdp_pp_job(int64_t micro_batches) {
   TrainingJob j = h100_job("llama3-8b");

@@ -204,6 +204,16 @@ int32_t peak_in_flight(const std::vector<PipelineWork>& order) {
   return peak;
 }
 
+int32_t peak_in_flight_of_chunk(const std::vector<PipelineWork>& order, int32_t chunk) {
+  int32_t live = 0, peak = 0;
+  for (const PipelineWork& w : order) {
+    if (w.chunk != chunk) continue;
+    live += in_flight_change(w.pass);
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 double simulate_pipeline_makespan(const PipelineParams& params, double t_f, double t_b,
                                   double t_w_fraction, std::vector<double>* per_stage_busy) {
   validate_pipeline(params);

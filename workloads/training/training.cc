@@ -772,6 +772,9 @@ TrainingPlan build_training(const TrainingJob& job) {
   full.recompute = Recompute::kNone;
   double act_layer_full = activation_bytes_per_layer(job.model, b, s, shape, full);
   double act_head = head_activation_bytes(job.model, b, s, shape, job.precision, job.loss_eager(), job.eager_kernels);
+  // What the head keeps from its forward to its backward (the loss's backward adds its own).
+  const double head_saved = head_activation_bytes(job.model, b, s, shape, job.precision, false,
+                                                  job.eager_kernels || job.loss_eager());
   int zero = job.data_parallel == DataParallel::kDdp ? 0
              : job.data_parallel == DataParallel::kZero1 ? 1
              : job.data_parallel == DataParallel::kZero2 ? 2
@@ -801,8 +804,15 @@ TrainingPlan build_training(const TrainingJob& job) {
     const bool deferred = job.fsdp_defers_grad_sync();
     // Beside the stashed activations, while any are held: the head's (the last chunk's loss and
     // logits, one micro-batch's) or the working set of the layer being recomputed, whichever is
-    // larger: the head's are freed by its backward before the first layer is recomputed.
-    const double transient = std::max(has_head ? act_head : 0.0, job.recomputes_layers() ? act_layer_full : 0.0);
+    // larger: the head's are freed by its backward before the first layer is recomputed. A
+    // schedule that runs several forwards of the last chunk before their backwards (GPipe: all m)
+    // keeps each one's head tensors (its saved logits for the loss's backward, the final norm's
+    // and the head's inputs) until that backward: one micro-batch's at the backward's peak, the
+    // others' as saved.
+    const int32_t heads = has_head ? peak_in_flight_of_chunk(sb.order(), job.virtual_stages - 1) : 0;
+    const double transient =
+        std::max(has_head ? act_head + std::max(0, heads - 1) * head_saved : 0.0,
+                 job.recomputes_layers() ? act_layer_full : 0.0);
     double accumulated = 0;
     mem.in_flight_chunks = in_flight;
     if (deferred || job.gradients_lazy()) {
