@@ -74,6 +74,9 @@ enum class Overlap : uint8_t { kNone, kWithNext, kWithPrev };
 
 struct Piece {
   bool comm = false;
+  // A compute piece that a communication library runs for a collective (AsyncTP's copies and
+  // sums) is charged to that collective's dimension, not to the pass's category.
+  bool for_tp = false;
   Overlap overlap = Overlap::kNone;
   Cost cost;
   std::vector<CostTerm> terms;
@@ -271,7 +274,7 @@ Piece piece_part(const Piece& p, double f, uint32_t chunks, const Coster& coster
   return q;
 }
 
-// One memory-bound kernel moving `bytes` through HBM.
+// One memory-bound kernel moving `bytes` through HBM, charged to TP.
 Piece memory_piece(double bytes, const Coster& coster, const std::string& name) {
   Piece q;
   CostTerm t;
@@ -280,6 +283,7 @@ Piece memory_piece(double bytes, const Coster& coster, const std::string& name) 
   q.terms.push_back(t);
   q.cost = coster.evaluate(q.terms, 0);
   q.name = name;
+  q.for_tp = true;
   return q;
 }
 
@@ -507,7 +511,7 @@ class StageBuilder {
         }
       } else {
         before_last = e_.last_compute();
-        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name, cat, mb, layer);
+        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name, pc.for_tp ? TrainingCategory::kTp : cat, mb, layer);
         if (first < 0) first = c;
         if (held >= 0) {
           e_.wait_for(static_cast<uint32_t>(held));
