@@ -1487,6 +1487,18 @@ TEST_F(CliReplay, TpCommOverlapNamesItsImplementation) {
                          "--set", "workload.parallelism.sequence_parallel=false"});
   expect_one_error_line(no_sp);
   EXPECT_TRUE(contains(no_sp.err, "sequence_parallel")) << no_sp.err;
+  // What sequence parallelism keeps for the weight gradients: Megatron's shard by default,
+  // PyTorch's gathered input on request (and only with sequence parallelism).
+  CliResult g = run({"run", file("tp.yaml").string(), "--json", "g.json", "--set",
+                     "workload.parallelism.sequence_parallel_saves=gathered"});
+  ASSERT_EQ(g.status, 0) << g.err;
+  EXPECT_EQ(read_json("g.json")["config"]["sequence_parallel_saves"].get<std::string>(), "gathered");
+  EXPECT_EQ(read_json("tp.json")["config"]["sequence_parallel_saves"].get<std::string>(), "shard");
+  EXPECT_TRUE(contains(g.out, "keeps each GEMM's gathered input")) << g.out;
+  CliResult g_no_sp = run({"run", file("tp.yaml").string(), "-q", "--set", "workload.parallelism.sequence_parallel_saves=gathered",
+                           "--set", "workload.parallelism.sequence_parallel=false"});
+  expect_one_error_line(g_no_sp);
+  EXPECT_TRUE(contains(g_no_sp.err, "sequence_parallel_saves")) << g_no_sp.err;
 }
 
 // ---------------------------------------------------------------------------------------------

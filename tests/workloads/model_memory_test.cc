@@ -133,6 +133,37 @@ TEST(ModelMemory, Llama8bPerTensorByHand) {
   EXPECT_DOUBLE_EQ(head_activation_bytes(m, 1, 8192, {}, Precision::kBf16, true), 12876546048.0);
 }
 
+// Sequence parallelism over tp = 8 as PyTorch's DTensor runs it: the QKV and MLP projections keep
+// their gathered input (8192 x 4096 x 2 = 67,108,864 bytes each) where Megatron-LM keeps an
+// eighth of it and regathers: 2 x 67,108,864 x 7/8 = 117,440,512 bytes more per layer, and the
+// backward's two regathers of those inputs (qkv_input_regather, mlp_input_regather, 67,108,864
+// bytes each) are gone: 4 backward all-gathers become 2. Full recompute keeps the sharded block
+// input either way.
+TEST(ModelMemory, SequenceParallelKeepingTheGatheredInputs) {
+  const ModelSpec m = find_model_preset("llama3-8b");
+  ActivationOptions o;
+  ParallelShape megatron{8, 1, true};
+  ParallelShape pytorch{8, 1, true, true};
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o) - activation_bytes_per_layer(m, 1, 8192, megatron, o),
+                   117440512.0);
+  o.eager = true;  // the same two tensors among eager PyTorch's saved ones
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o) - activation_bytes_per_layer(m, 1, 8192, megatron, o),
+                   117440512.0);
+  o.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o), 67108864.0 / 8);
+  auto backward_gathers = [&](const ParallelShape& shape, double& bytes) {
+    int n = 0;
+    bytes = 0;
+    for (const CommOp& c : layer_comm(m, 1, 8192, shape, Precision::kBf16).ops)
+      if (c.pass == Pass::kBackward && c.kind == CollectiveKind::kAllGather) ++n, bytes += c.bytes;
+    return n;
+  };
+  double with_regather = 0, without = 0;
+  EXPECT_EQ(backward_gathers(megatron, with_regather), 4);
+  EXPECT_EQ(backward_gathers(pytorch, without), 2);
+  EXPECT_DOUBLE_EQ(with_regather - without, 2 * 67108864.0);
+}
+
 // The same layer as a parallel block (GPT-J, PaLM): one norm, whose output the QKV and MLP
 // projections share: replicated 2 x 4096 x 2 = 16,384 bytes per token instead of 32,768, the rest
 // as above (20,480 + 86,016): 122,880 per token, 8192 x 122,880 = 1,006,632,960.

@@ -230,6 +230,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
   appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
           static_cast<long long>(j.micro_batch));
+  if (j.sp_keeps_gathered)
+    appendf(o, "  sequence parallelism keeps each GEMM's gathered input (PyTorch DTensor): no regather in the backward\n");
   if (j.tp_comm_overlap())
     appendf(o, "  tp comm overlapped with its GEMMs in %lld chunks (%s)\n", static_cast<long long>(j.tp),
             j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp
@@ -337,6 +339,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["dp"] = j.dp;
   c["dp_outer"] = j.dp_outer;
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
+  c["sequence_parallel_saves"] = j.sp_keeps_gathered ? "gathered" : "shard";
   c["tp_comm_overlap"] = j.tp_overlap == TrainingJob::TpOverlap::kOff        ? "false"
                          : j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp ? "asynctp"
                                                                             : "userbuffers";

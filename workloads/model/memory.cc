@@ -135,7 +135,9 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     const double scores = n * static_cast<double>(seq_len) * heads;
     sharded += scores * (e + (opt.dropout ? 1.0 + e : 0.0));
   }
-  return replicated / seq_shard + sharded;
+  // PyTorch's DTensor SP: the GEMMs after each norm keep their gathered input, whole.
+  const double gathered_inputs = sp && shape.sp_keeps_gathered ? norm_pairs * n * h * e * (1.0 - 1.0 / t) : 0.0;
+  return replicated / seq_shard + gathered_inputs + sharded;
 }
 
 double head_activation_bytes(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,

@@ -762,7 +762,8 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
           CommGroup::kTp, Pass::kForward, act, "mlp_down");
     if (sp) {
       add(c, "block_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "block_residual");
-      add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
+      if (!shape.sp_keeps_gathered)
+        add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
     }
     if (cp) {
       add(c, "kv_regather", CK::kAllGather, CommGroup::kCp, Pass::kBackward, kv, "attn_out_proj");
@@ -786,7 +787,8 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
   // Backward (reverse op order).
   if (sp) {
     add(c, "mlp_down_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "mlp_residual");
-    add(c, "mlp_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
+    if (!shape.sp_keeps_gathered)
+      add(c, "mlp_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
     add(c, "mlp_input_grad_reducescatter", CK::kReduceScatter, CommGroup::kTp, Pass::kBackward, act,
         mlp_in_last_bwd);
     add(c, "attn_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "attn_residual");
@@ -798,7 +800,8 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
     add(c, "dkv_reducescatter", CK::kReduceScatter, CommGroup::kCp, Pass::kBackward, kv, "attention");
   }
   if (sp) {
-    add(c, "qkv_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "attention");
+    if (!shape.sp_keeps_gathered)
+      add(c, "qkv_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "attention");
     add(c, "qkv_input_grad_reducescatter", CK::kReduceScatter, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");
   } else if (tp) {
     add(c, "qkv_input_grad_allreduce", CK::kAllReduce, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");

@@ -105,6 +105,12 @@ struct ParallelShape {
   int64_t tp = 1;
   int64_t cp = 1;
   bool sequence_parallel = false;  // only meaningful when tp > 1
+  // With sequence parallelism, what a column-parallel GEMM keeps for its weight gradient: false,
+  // its input's sequence shard, all-gathered again in the backward (Megatron-LM, Korthikanti et
+  // al. §4.2.2); true, the gathered input itself, with no regather (PyTorch's DTensor tensor
+  // parallelism, as torchtitan runs it: the all-gather is an autograd op and the matmul saves its
+  // output).
+  bool sp_keeps_gathered = false;
 };
 
 // The model with a micro-batch, sequence length and TP/CP/SP shape: positive sizes, heads and
@@ -263,7 +269,8 @@ struct LayerComm {
 // all-reduce of the input gradient of qkv_proj and of the MLP input. TP with SP: forward
 // all-gather before qkv_proj / mlp_gate|up and reduce-scatter after attn_out_proj / mlp_down;
 // backward the mirror pair plus one more all-gather of each saved (sequence-sharded) GEMM input
-// for its weight gradient (Korthikanti §4.2.2). Each buffer is b*(s/cp)*h elements. CP:
+// for its weight gradient (Korthikanti §4.2.2), none where the GEMMs keep their gathered input
+// (ParallelShape::sp_keeps_gathered). Each buffer is b*(s/cp)*h elements. CP:
 // all-gather of K and V before attention; in backward K/V are gathered again (not kept, so
 // activation memory stays per-rank) and dK/dV reduce-scattered; buffer b*s*2*kv_local*head_dim.
 LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len,

@@ -722,7 +722,7 @@ JobProgram training_job_program(const TrainingJob& job, TrainingPlan& plan,
 
 TrainingPlan build_training(const TrainingJob& job) {
   job.validate();
-  ParallelShape shape{job.tp, job.cp, job.sequence_parallel && job.tp > 1};
+  ParallelShape shape{job.tp, job.cp, job.sequence_parallel && job.tp > 1, job.sp_keeps_gathered};
   OpOptions oo;
   oo.flash_attention = job.flash_attention;
   oo.eager = job.eager_kernels;

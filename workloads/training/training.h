@@ -68,6 +68,10 @@ struct TrainingJob {
   // parallel", megatron/core/parallel_state.py).
   int64_t grad_group() const { return dp * cp; }
   bool sequence_parallel = true;
+  // With sequence parallelism: a column-parallel GEMM keeps its gathered input for its weight
+  // gradient (PyTorch DTensor, torchtitan) instead of its shard and a regather (Megatron-LM); see
+  // ParallelShape::sp_keeps_gathered.
+  bool sp_keeps_gathered = false;
   std::array<Dim, kNumDims> order = Layout::default_order();
   DataParallel data_parallel = DataParallel::kDdp;
   int64_t fsdp_prefetch = 1;           // ZeRO-3: all-gathers in flight ahead of compute

@@ -128,6 +128,10 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     j.dp = p.get_int_in("dp", 1, 1 << 24, 1);
   }
   j.sequence_parallel = p.get_bool("sequence_parallel", j.tp > 1);
+  j.sp_keeps_gathered = p.get_enum("sequence_parallel_saves", {"shard", "gathered"}, "shard") == "gathered";
+  if (j.sp_keeps_gathered && !(j.sequence_parallel && j.tp > 1))
+    p.child("sequence_parallel_saves")
+        .fail("says what sequence parallelism keeps for the weight gradients: needs tp > 1 and sequence_parallel: true");
   auto order = p.get_string_list("order", {"tp", "cp", "pp", "dp", "dp_outer"});
   {
     std::array<Dim, kNumDims> o{};
