@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <span>
 #include <cstdio>
 #include <cerrno>
 #include <charconv>
@@ -388,13 +389,23 @@ std::string ConfigNode::as_string() const {
   return s;
 }
 
+namespace {
+constexpr std::string_view kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+constexpr std::string_view kFalse[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+bool spelled(std::span<const std::string_view> words, const std::string& s) {
+  return std::find(words.begin(), words.end(), s) != words.end();
+}
+}  // namespace
+
+bool ConfigNode::is_bool() const {
+  return rec_->node.IsScalar() && (spelled(kTrue, rec_->node.Scalar()) || spelled(kFalse, rec_->node.Scalar()));
+}
+
 bool ConfigNode::as_bool() const {
   if (rec_->node.IsScalar()) {
-    static constexpr std::string_view kTrue[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
-    static constexpr std::string_view kFalse[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
     const std::string& s = rec_->node.Scalar();
-    if (std::find(std::begin(kTrue), std::end(kTrue), s) != std::end(kTrue)) return true;
-    if (std::find(std::begin(kFalse), std::end(kFalse), s) != std::end(kFalse)) return false;
+    if (spelled(kTrue, s)) return true;
+    if (spelled(kFalse, s)) return false;
   }
   fail("expected true or false, got " + describe(rec_->node));
 }

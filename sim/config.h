@@ -68,6 +68,7 @@ class ConfigNode {
   // Conversions of this node's own value (e.g. elements of a sequence).
   std::string as_string() const;
   bool as_bool() const;  // true/false, yes/no, on/off
+  bool is_bool() const;  // a scalar as_bool accepts
   int64_t as_int() const;
   double as_double() const;
   double as_bandwidth() const;  // bytes/s

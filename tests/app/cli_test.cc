@@ -1472,13 +1472,18 @@ TEST_F(CliReplay, TpCommOverlapNamesItsImplementation) {
              "workload:\n  kind: training\n  model: {preset: llama3-8b, layers: 2}\n"
              "  training: {seq_len: 4096, global_batch: 1, micro_batch: 1}\n"
              "  parallelism: {tp: 8, sequence_parallel: true}\n  schedule: {kind: 1f1b}\n");
-  for (auto [value, ran] : {std::pair{"false", "false"}, std::pair{"true", "userbuffers"},
-                            std::pair{"userbuffers", "userbuffers"}, std::pair{"asynctp", "asynctp"}}) {
+  // YAML's boolean spellings keep working (on: Megatron's flag); JSON keeps the boolean and names
+  // the implementation beside it.
+  for (auto [value, ran] : {std::pair{"false", "none"}, std::pair{"off", "none"}, std::pair{"true", "userbuffers"},
+                            std::pair{"yes", "userbuffers"}, std::pair{"userbuffers", "userbuffers"},
+                            std::pair{"asynctp", "asynctp"}}) {
     CliResult r = run({"run", file("tp.yaml").string(), "--json", "tp.json", "--set",
                        std::string("workload.parallelism.tp_comm_overlap=") + value});
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(read_json("tp.json")["config"]["tp_comm_overlap"].get<std::string>(), ran) << value;
-    EXPECT_EQ(contains(r.out, "tp comm overlapped with its GEMMs in 8 chunks"), std::string(ran) != "false") << r.out;
+    const json cfg = read_json("tp.json")["config"];
+    EXPECT_EQ(cfg["tp_comm_overlap_kind"].get<std::string>(), ran) << value;
+    EXPECT_EQ(cfg["tp_comm_overlap"].get<bool>(), std::string(ran) != "none") << value;
+    EXPECT_EQ(contains(r.out, "tp comm overlapped with its GEMMs in 8 chunks"), std::string(ran) != "none") << r.out;
   }
   CliResult bad = run({"run", file("tp.yaml").string(), "-q", "--set", "workload.parallelism.tp_comm_overlap=sometimes"});
   expect_one_error_line(bad);

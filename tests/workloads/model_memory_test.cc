@@ -149,6 +149,12 @@ TEST(ModelMemory, SequenceParallelKeepingTheGatheredInputs) {
   o.eager = true;  // the same two tensors among eager PyTorch's saved ones
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o) - activation_bytes_per_layer(m, 1, 8192, megatron, o),
                    117440512.0);
+  // Gathered in FP8 (torchao's tensorwise Float8 under TP), the kept inputs take 1 byte per
+  // element: 2 x 8192 x 4096 x (1 - 2/8) = 50,331,648 more than Megatron's bf16 shards.
+  o.fp8_gathered = true;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o) - activation_bytes_per_layer(m, 1, 8192, megatron, o),
+                   50331648.0);
+  o.fp8_gathered = false;
   o.recompute = Recompute::kFull;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, 1, 8192, pytorch, o), 67108864.0 / 8);
   auto backward_gathers = [&](const ParallelShape& shape, double& bytes) {

@@ -340,14 +340,15 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   c["dp_outer"] = j.dp_outer;
   c["data_parallel"] = std::string(kDataParallelNames.name(j.data_parallel));
   c["sequence_parallel_saves"] = j.sp_keeps_gathered ? "gathered" : "shard";
-  c["tp_comm_overlap"] = j.tp_overlap == TrainingJob::TpOverlap::kOff        ? "false"
-                         : j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp ? "asynctp"
-                                                                            : "userbuffers";
+  c["tp_comm_overlap"] = j.tp_comm_overlap();
+  c["tp_comm_overlap_kind"] = j.tp_overlap == TrainingJob::TpOverlap::kOff        ? "none"
+                              : j.tp_overlap == TrainingJob::TpOverlap::kAsyncTp ? "asynctp"
+                                                                                 : "userbuffers";
   if (j.data_parallel == DataParallel::kFsdp) {
     c["fsdp_reshard_after_forward"] = j.fsdp_reshard_after_forward() ? "always" : "never";
     c["fsdp_reduce_dtype"] = std::string(kPrecisionNames.name(j.fsdp_reduce));
     c["fsdp_float8_all_gather"] = j.fsdp_float8_all_gather && j.grad_group() > 1;  // what ran
-    c["fsdp_copies"] = j.fsdp_copies;
+    c["fsdp_copies"] = j.fsdp_copies && j.grad_group() > 1;  // what ran
     c["fsdp_grad_sync"] = j.fsdp_defers_grad_sync() ? "after each chunk's last backward" : "after every backward";
   }
   c["schedule"] = std::string(kPipelineScheduleNames.name(j.schedule));

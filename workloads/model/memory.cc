@@ -135,8 +135,10 @@ double activation_bytes_per_layer(const ModelSpec& spec, int64_t micro_batch, in
     const double scores = n * static_cast<double>(seq_len) * heads;
     sharded += scores * (e + (opt.dropout ? 1.0 + e : 0.0));
   }
-  // PyTorch's DTensor SP: the GEMMs after each norm keep their gathered input, whole.
-  const double gathered_inputs = sp && shape.sp_keeps_gathered ? norm_pairs * n * h * e * (1.0 - 1.0 / t) : 0.0;
+  // PyTorch's DTensor SP: the GEMMs after each norm keep their gathered input, whole (in FP8 when
+  // it was gathered in FP8), instead of its 16-bit shard.
+  const double gathered_e = opt.fp8_gathered ? 1.0 : e;
+  const double gathered_inputs = sp && shape.sp_keeps_gathered ? norm_pairs * n * h * (gathered_e - e / t) : 0.0;
   return replicated / seq_shard + gathered_inputs + sharded;
 }
 

@@ -89,6 +89,11 @@ struct ActivationOptions {
   // repeat_kv's K and V, silu's output); 213,128 bytes per token for Llama 3 8B's block, as
   // measured on an H100 (tests/data/captures/h100-sxm/tt-h4096-l8-*), against 139,264 fused.
   bool eager = false;
+  // Tensorwise FP8 under tensor parallelism: the block inputs are cast to FP8 on their sequence
+  // shard before the all-gather (torchao's PrepareFloat8ModuleInput), so a GEMM that keeps its
+  // gathered input (ParallelShape::sp_keeps_gathered) keeps it in FP8, 1 byte per element, as
+  // torchao's Float8 matmul saves the Float8 input it was given.
+  bool fp8_gathered = false;
 };
 
 // Per-tensor count for any ModelSpec, one layer, one micro-batch, one rank. Stored tensors:

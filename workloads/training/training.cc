@@ -77,6 +77,12 @@ struct Piece {
   // A compute piece that a communication library runs for a collective (AsyncTP's copies and
   // sums) is charged to that collective's dimension, not to the pass's category.
   bool for_tp = false;
+  // With TP overlap (make_recipe): the piece holds the GEMM that consumes an overlapped
+  // all-gather, or the one that produces an overlapped reduce-scatter (or both); once cut into
+  // chunks (pipeline_overlapped), the chunk that waits for the all-gather and the one after which
+  // the reduce-scatter starts.
+  bool consumes_gather = false, produces_scatter = false;
+  bool waits_gather = false, starts_scatter = false;
   Overlap overlap = Overlap::kNone;
   Cost cost;
   std::vector<CostTerm> terms;
@@ -298,25 +304,34 @@ Piece memory_piece(double bytes, const Coster& coster, const std::string& name) 
 // reduce-scatter, the tp partial chunks each rank received are summed by one reduction kernel
 // (_fused_matmul_reduce_scatter_impl's reduce_fn: it reads the whole stacked input, `bytes`, and
 // writes bytes / tp). Userbuffers reduce inside their communication kernels. A GEMM that both
-// consumes an all-gather and produces a reduce-scatter is cut as a consumer.
+// consumes an all-gather and produces a reduce-scatter (a backward's regathered input feeding the
+// input gradient that is reduce-scattered) runs its first chunk, on the local shard, before the
+// reduce-scatter starts, its middle beside both, and its last after the all-gather.
 void pipeline_overlapped(Recipe& r, const Coster& coster, TrainingJob::TpOverlap overlap, const std::string& label) {
   const double n = static_cast<double>(coster.tp());
   const uint32_t chunks = static_cast<uint32_t>(coster.tp());
   const bool asynctp = overlap == TrainingJob::TpOverlap::kAsyncTp;
-  const std::string whole = std::to_string(chunks);
+  const std::string whole = " of " + std::to_string(chunks);
+  auto part = [&](const Piece& pc, uint32_t from, uint32_t to, Recipe& out) -> Piece& {
+    const std::string what = from == to ? "chunk " + std::to_string(from) : "chunks " + std::to_string(from) + "-" + std::to_string(to);
+    out.push_back(piece_part(pc, static_cast<double>(to - from + 1) / n, to - from + 1, coster, what + whole));
+    out.back().consumes_gather = out.back().produces_scatter = false;
+    return out.back();
+  };
   Recipe out;
-  for (size_t i = 0; i < r.size(); ++i) {
-    const Piece& pc = r[i];
+  for (const Piece& pc : r) {
     if (pc.comm && pc.overlap == Overlap::kWithNext && asynctp)
       out.push_back(memory_piece(2 * pc.spec.bytes / n, coster, label + " asynctp copy shard"));
-    const bool consumer = !pc.comm && i > 0 && r[i - 1].comm && r[i - 1].overlap == Overlap::kWithNext;
-    const bool producer = !pc.comm && i + 1 < r.size() && r[i + 1].comm && r[i + 1].overlap == Overlap::kWithPrev;
-    if (consumer) {
-      out.push_back(piece_part(pc, (n - 1) / n, chunks - 1, coster, "chunks 1-" + std::to_string(chunks - 1) + " of " + whole));
-      out.push_back(piece_part(pc, 1 / n, 1, coster, "chunk " + whole + " of " + whole));
-    } else if (producer) {
-      out.push_back(piece_part(pc, 1 / n, 1, coster, "chunk 1 of " + whole));
-      out.push_back(piece_part(pc, (n - 1) / n, chunks - 1, coster, "chunks 2-" + whole + " of " + whole));
+    if (!pc.comm && pc.consumes_gather && pc.produces_scatter) {
+      part(pc, 1, 1, out).starts_scatter = true;
+      if (chunks > 2) part(pc, 2, chunks - 1, out);
+      part(pc, chunks, chunks, out).waits_gather = true;
+    } else if (!pc.comm && pc.consumes_gather) {
+      part(pc, 1, chunks - 1, out);
+      part(pc, chunks, chunks, out).waits_gather = true;
+    } else if (!pc.comm && pc.produces_scatter) {
+      part(pc, 1, 1, out).starts_scatter = true;
+      part(pc, 2, chunks, out);
     } else {
       out.push_back(pc);
     }
@@ -367,14 +382,18 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
     if (with_comm && gemm)
       for (const CommOp& c : comm.ops)
         produces_rs |= c.pass == pass && c.after_op == o.name && overlapped(c) && c.kind == CollectiveKind::kReduceScatter;
-    if (produces_rs && !cur.terms.empty()) flush();  // the producing GEMM alone
+    // The producing GEMM alone, unless it also consumes a pending all-gather: the ops from that
+    // all-gather on stay in the consumer's piece.
+    if (produces_rs && !cur.terms.empty() && !isolate_next) flush();
     double model = 0;
     cur.terms.push_back(coster.term(o, part, model));
     model_flops += model;
     if (first.empty()) first = o.name;
     last = o.name;
     if (isolate_next && gemm && !(pass == Pass::kForward && o.name == "mlp_gate" && has_op(ops, "mlp_up"))) {
+      const size_t before = r.size();
       flush();  // the consuming GEMMs alone
+      if (r.size() > before) r.back().consumes_gather = true;
       isolate_next = false;
     }
     if (!with_comm) continue;
@@ -388,8 +407,9 @@ Recipe make_recipe(const std::vector<OpCost>& ops, const LayerComm& comm, Pass p
       if (overlapped(c) && c.kind == CollectiveKind::kAllGather) {
         cp.overlap = Overlap::kWithNext;
         isolate_next = true;
-      } else if (overlapped(c) && gemm) {
+      } else if (overlapped(c) && gemm && !r.empty() && !r.back().comm) {
         cp.overlap = Overlap::kWithPrev;
+        r.back().produces_scatter = true;
       }
       r.push_back(cp);
     }
@@ -486,18 +506,23 @@ class StageBuilder {
   int32_t last_global() const { return shape_.last_global(); }
 
   // Emits a recipe; the first compute waits on the frontier; returns the index of its first compute.
-  // Overlapped TP collectives (Piece::overlap): an all-gather starts where it would, but the GEMM
-  // after it does not wait for it, the op after that GEMM does; a reduce-scatter starts with the
-  // GEMM that produces it (after the compute before that GEMM) and the next op waits for both.
+  // Overlapped TP collectives (Piece::overlap, cut by pipeline_overlapped): an all-gather starts
+  // where it would and only its consumer's last chunk (waits_gather) waits for it; a
+  // reduce-scatter starts after its producer's first chunk (starts_scatter) and the next op waits
+  // for both it and the producer's last chunk.
   int64_t emit(const Recipe& r, int32_t mb, int32_t layer, TrainingCategory cat) {
     int64_t first = -1;
-    int64_t before_last = -1;  // the compute op before the last one emitted here
-    int64_t held = -1;         // an all-gather the op after the next compute waits for
+    int64_t before_last = -1;   // the compute op before the last one emitted here
+    int64_t held = -1;          // an overlapped all-gather not yet waited for
+    int64_t scatter_from = -1;  // the chunk an overlapped reduce-scatter starts after
     for (const Piece& pc : r) {
       if (pc.comm) {
         if (!e_.has(pc.spec.dim)) continue;
         std::vector<uint32_t> deps = e_.frontier();
-        const int64_t after = pc.overlap == Overlap::kWithPrev ? before_last : e_.last_compute();
+        const int64_t after = pc.overlap != Overlap::kWithPrev ? e_.last_compute()
+                              : scatter_from >= 0          ? scatter_from
+                                                           : before_last;
+        if (pc.overlap == Overlap::kWithPrev) scatter_from = -1;
         if (after >= 0) deps.push_back(static_cast<uint32_t>(after));
         uint32_t c = e_.add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes,
                                        pc.name, mb, layer, deps);
@@ -511,12 +536,13 @@ class StageBuilder {
         }
       } else {
         before_last = e_.last_compute();
-        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name, pc.for_tp ? TrainingCategory::kTp : cat, mb, layer);
-        if (first < 0) first = c;
-        if (held >= 0) {
+        if (pc.waits_gather && held >= 0) {
           e_.wait_for(static_cast<uint32_t>(held));
           held = -1;
         }
+        uint32_t c = e_.add_compute(pc.cost, pc.terms, pc.name, pc.for_tp ? TrainingCategory::kTp : cat, mb, layer);
+        if (first < 0) first = c;
+        if (pc.starts_scatter) scatter_from = c;
       }
     }
     if (held >= 0) e_.wait_for(static_cast<uint32_t>(held));
@@ -771,6 +797,7 @@ TrainingPlan build_training(const TrainingJob& job) {
   ao.flash_attention = job.flash_attention;
   ao.precision = job.precision;
   ao.eager = job.eager_kernels;
+  ao.fp8_gathered = job.precision == Precision::kFp8 && job.fp8_tensorwise;
   double act_layer = activation_bytes_per_layer(job.model, b, s, shape, ao);
   ActivationOptions full = ao;
   full.recompute = Recompute::kNone;
@@ -810,13 +837,11 @@ TrainingPlan build_training(const TrainingJob& job) {
     // logits, one micro-batch's) or the working set of the layer being recomputed, whichever is
     // larger: the head's are freed by its backward before the first layer is recomputed. A
     // schedule that runs several forwards of the last chunk before their backwards (GPipe: all m)
-    // keeps each one's head tensors (its saved logits for the loss's backward, the final norm's
-    // and the head's inputs) until that backward: one micro-batch's at the backward's peak, the
-    // others' as saved.
+    // keeps the other micro-batches' head tensors (their saved logits for the loss's backward, the
+    // final norm's and the head's inputs) beside either, until their own backwards.
     const int32_t heads = has_head ? peak_in_flight_of_chunk(sb.order(), job.virtual_stages - 1) : 0;
-    const double transient =
-        std::max(has_head ? act_head + std::max(0, heads - 1) * head_saved : 0.0,
-                 job.recomputes_layers() ? act_layer_full : 0.0);
+    const double transient = std::max(has_head ? act_head : 0.0, job.recomputes_layers() ? act_layer_full : 0.0) +
+                             std::max(0, heads - 1) * head_saved;
     double accumulated = 0;
     mem.in_flight_chunks = in_flight;
     if (deferred || job.gradients_lazy()) {

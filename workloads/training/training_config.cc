@@ -209,8 +209,11 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   if (j.ddp_bucket_bytes <= 0) p.child("bucket").fail("must be > 0");
   j.overlap_grad_reduce = p.get_bool("overlap_grad_reduce", j.overlap_grad_reduce);
   {
-    // true: Megatron-LM's flag of that name (Transformer Engine's userbuffers).
-    const std::string o = p.get_enum("tp_comm_overlap", {"false", "true", "userbuffers", "asynctp"}, "false");
+    // A YAML boolean (true/false, yes/no, on/off) as before: on is Megatron-LM's flag of that name
+    // (Transformer Engine's userbuffers); or an implementation's name.
+    const bool spelled_bool = p.has("tp_comm_overlap") && p.child("tp_comm_overlap").is_bool();
+    const std::string o = spelled_bool ? (p.get_bool("tp_comm_overlap") ? "true" : "false")
+                                       : p.get_enum("tp_comm_overlap", {"false", "true", "userbuffers", "asynctp"}, "false");
     j.tp_overlap = o == "false"     ? TrainingJob::TpOverlap::kOff
                    : o == "asynctp" ? TrainingJob::TpOverlap::kAsyncTp
                                     : TrainingJob::TpOverlap::kUserbuffers;
