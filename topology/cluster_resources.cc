@@ -159,20 +159,33 @@ void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
   const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
   double sm_cap = speed, hbm_cap = speed;
   if (comm_active_[gpu] > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
-    sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
+    if ((comm_active_[gpu] & kSmKernelMask) != 0) sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
     hbm_cap *= 1.0 - opt_.comm_hbm_fraction;
   }
   sim_.fluid().set_capacity(sm_pool(gpu), sm_cap);
   sim_.fluid().set_capacity(hbm(gpu), hbm_cap);
 }
 
-void ClusterResources::comm_begin(uint32_t gpu) {
-  if (comm_active_[gpu]++ == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) apply_gpu_capacity(gpu);
+namespace {
+// What a GPU's communication count means for its capacities: any communication (HBM share), and
+// communication kernels on SMs (SM share).
+uint32_t comm_state(uint32_t count) { return (count != 0 ? 1u : 0u) | ((count & 0xFFFFu) != 0 ? 2u : 0u); }
+}  // namespace
+
+void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
+  const uint32_t before = comm_active_[gpu];
+  comm_active_[gpu] += holds_sms ? 1u : kCopyEngineUnit;
+  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(comm_active_[gpu]))
+    apply_gpu_capacity(gpu);
 }
 
-void ClusterResources::comm_end(uint32_t gpu) {
-  SIM_ASSERT(comm_active_[gpu] > 0, "comm_end without comm_begin");
-  if (--comm_active_[gpu] == 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) apply_gpu_capacity(gpu);
+void ClusterResources::comm_end(uint32_t gpu, bool holds_sms) {
+  const uint32_t unit = holds_sms ? 1u : kCopyEngineUnit;
+  SIM_ASSERT((comm_active_[gpu] & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
+  const uint32_t before = comm_active_[gpu];
+  comm_active_[gpu] -= unit;
+  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(comm_active_[gpu]))
+    apply_gpu_capacity(gpu);
 }
 
 }  // namespace topo

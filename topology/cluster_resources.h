@@ -86,9 +86,12 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   void set_gpu_speed(uint32_t gpu, double speed);
   void set_link_speed(uint32_t link, double speed);
 
-  // A communication kernel starts / stops on `gpu`; nested calls are counted.
-  void comm_begin(uint32_t gpu);
-  void comm_end(uint32_t gpu);
+  // Communication starts / stops on `gpu`; nested calls are counted. While any runs the GPU's HBM
+  // loses the profile's comm_hbm_fraction; while communication kernels run on its SMs
+  // (holds_sms, as NCCL's do) it also loses comm_sms SMs. Copies by the copy engines (holds_sms
+  // false: PyTorch AsyncTP's peer-to-peer copies) hold no SM.
+  void comm_begin(uint32_t gpu, bool holds_sms = true);
+  void comm_end(uint32_t gpu, bool holds_sms = true);
 
  private:
   sim::Simulation& sim_;
@@ -98,6 +101,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   HardwareProfile opt_;
   sim::BigVector<sim::ConstraintId> link_constraints_;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
+  // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
+  static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;
   std::vector<uint32_t> comm_active_;
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)
   std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)

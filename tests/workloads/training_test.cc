@@ -628,6 +628,8 @@ TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
     const Op& ag = p.op(i);
     // The layers' (the head's all-gather is not overlapped).
     if (ag.kind != OpKind::kCollective || ag.coll != CollectiveOp::kAllGather || ag.layer < 0) continue;
+    // AsyncTP's copies between symmetric-memory buffers run on the copy engines: no SM held.
+    EXPECT_EQ(ag.op_class, static_cast<uint8_t>(CollectiveEngine::kCopyEngines));
     uint32_t k = i + 1;
     for (; k < p.ops().size() && !named(p.op(k), "(chunk 8 of 8)"); ++k)
       if (p.op(k).kind == OpKind::kKernel) EXPECT_FALSE(depends(p.op(k), i)) << p.name(p.op(k).name);
@@ -640,8 +642,14 @@ TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
     while (p.op(rs).kind != OpKind::kCollective) ++rs;
     EXPECT_EQ(p.op(rs).coll, CollectiveOp::kReduceScatter);
     EXPECT_TRUE(depends(p.op(rs), i + 1));
+    EXPECT_EQ(p.op(rs).op_class, static_cast<uint8_t>(CollectiveEngine::kCopyEngines));
   }
   EXPECT_EQ(duals, 2);
+  // Userbuffers' communication kernels run on SMs.
+  j.tp_overlap = TrainingJob::TpOverlap::kUserbuffers;
+  const TrainingPlan ub_plan = build_training(j);
+  for (const Op& op : ub_plan.programs[0].ops())
+    if (op.kind == OpKind::kCollective) EXPECT_EQ(op.op_class, static_cast<uint8_t>(CollectiveEngine::kSmKernels));
   EXPECT_EQ(tails, 12);
 }
 

@@ -26,7 +26,7 @@ uint32_t CollectiveRuntime::alloc_transfer() {
 
 void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32_t> members,
                               CollectiveListener* listener, uint64_t tag, bool relative_hops,
-                              const ReplicaCopies* copies) {
+                              const ReplicaCopies* copies, bool holds_sms) {
   SIM_ASSERT(!members.empty() && members.size() <= UINT32_MAX, "a collective needs members");
   uint32_t id;
   if (!free_instances_.empty()) {
@@ -54,6 +54,7 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   in.listener = listener;
   in.tag = tag;
   in.relative = relative_hops;
+  in.holds_sms = holds_sms;
   in.copies = copies;
   uint64_t comm = 0;
   for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ g);
@@ -76,9 +77,9 @@ void CollectiveRuntime::mark_members(const Instance& in, bool begin) {
       [&](size_t i) {
         if (!simulated(m[i])) return;
         if (begin)
-          res_.comm_begin(m[i]);
+          res_.comm_begin(m[i], in.holds_sms);
         else
-          res_.comm_end(m[i]);
+          res_.comm_end(m[i], in.holds_sms);
       });
 }
 

@@ -82,12 +82,14 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
  public:
   CollectiveRuntime(topo::ClusterResources& res, const RuntimeOptions& opt);
 
-  // Starts `plan` now on the GPUs in `members` (they hold comm SMs until it ends). With
-  // `relative_hops`, the plan's hop endpoints are positions in `members` rather than GPU ids, so one
-  // plan lowered on a canonical group serves every group of the same shape.
+  // Starts `plan` now on the GPUs in `members` (they hold comm SMs until it ends, unless
+  // `holds_sms` is false: copies by the copy engines). With `relative_hops`, the plan's hop
+  // endpoints are positions in `members` rather than GPU ids, so one plan lowered on a canonical
+  // group serves every group of the same shape.
   // With `copies` (symmetric mode, see ReplicaCopies), the collective also stands for its copies.
   void start(const CollectivePlan& plan, std::span<const uint32_t> members, CollectiveListener* listener,
-             uint64_t tag, bool relative_hops = false, const ReplicaCopies* copies = nullptr);
+             uint64_t tag, bool relative_hops = false, const ReplicaCopies* copies = nullptr,
+             bool holds_sms = true);
   size_t in_flight() const { return live_; }
   uint64_t transfers_started() const { return transfers_started_; }
   // Withdraws every collective `listener` started that has not finished: its latency waits and
@@ -122,6 +124,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t outstanding = 0;
     uint32_t num_members = 0;  // 0: a free record
     bool relative = false;
+    bool holds_sms = true;  // NCCL-style kernels on the members' SMs; false: copy engines
     uint32_t inline_members[kInlineMembers] = {};
     std::vector<uint32_t> more_members;  // all the members, when more than kInlineMembers
     std::span<const uint32_t> members() const {

@@ -706,8 +706,8 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   members_of(op.comm, rank, scratch_members_);
   scratch_gpus_.clear();
   for (uint32_t m : scratch_members_) scratch_gpus_.push_back(job_.gpu_of(m));
-  runtime_.start(plan, scratch_gpus_, this, f, true,
-                 opt_symmetric_ ? &comm_copies_[op.comm] : nullptr);
+  runtime_.start(plan, scratch_gpus_, this, f, true, opt_symmetric_ ? &comm_copies_[op.comm] : nullptr,
+                 op.op_class != static_cast<uint8_t>(CollectiveEngine::kCopyEngines));
   release_parked(inst, size);
 }
 

@@ -52,6 +52,10 @@ std::string_view op_kind_name(OpKind k);
 
 // Op classes of kernel ops, as the hardware profile distinguishes them (op.op_class).
 enum class KernelClass : uint8_t { kGemm, kAttention, kVector, kMemory };
+// Op classes of collective ops (op.op_class): what moves the bytes. NCCL's kernels hold SMs of
+// every member while they run (the hardware profile's comm_sms); copy engines hold none (PyTorch
+// AsyncTP's peer-to-peer copies through symmetric memory); both take the HBM share.
+enum class CollectiveEngine : uint8_t { kSmKernels, kCopyEngines };
 
 // One part of a kernel's cost, for kernels that fuse several model ops (a training segment): FLOPs
 // of one class, in up to two parts each slowed by its own factor (a GEMM's wave quantization, the
@@ -89,7 +93,8 @@ inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a ra
 struct Op {  // 104 bytes; fields ordered for packing
   OpKind kind = OpKind::kTimed;
   CollectiveOp coll = CollectiveOp::kAllReduce;
-  uint8_t op_class = 0;               // kernel: a KernelClass, for the KernelCoster
+  uint8_t op_class = 0;               // kernel: a KernelClass, for the KernelCoster; collective: a
+                                      // CollectiveEngine
   uint8_t peer_axis = kAbsolutePeer;  // send/recv: a Dim when `peer` is an offset along it
   uint16_t stream = 0;
   uint16_t category = 0;

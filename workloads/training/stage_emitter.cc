@@ -71,9 +71,10 @@ uint32_t StageEmitter::add_side_kernel(Dim d, const std::vector<CostTerm>& terms
 }
 
 uint32_t StageEmitter::add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb,
-                                      int32_t layer, const std::vector<uint32_t>& deps) {
+                                      int32_t layer, const std::vector<uint32_t>& deps, bool copy_engines) {
   Op op;
   op.kind = OpKind::kCollective;
+  op.op_class = static_cast<uint8_t>(copy_engines ? CollectiveEngine::kCopyEngines : CollectiveEngine::kSmKernels);
   // Training's communicators are numbered by Dim, then kDpCpComm; data-parallel collectives of a
   // job with CP > 1 run on DP x CP (TrainingJob::grad_group).
   op.comm = d == Dim::kDp && job_.cp > 1 ? kDpCpComm : static_cast<uint32_t>(d);

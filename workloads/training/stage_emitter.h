@@ -66,8 +66,9 @@ class StageEmitter {
   uint32_t add_side_kernel(Dim d, const std::vector<CostTerm>& terms, const std::string& name, TrainingCategory cat,
                            int32_t mb, int32_t layer, const std::vector<uint32_t>& deps);
   // A collective along dimension d on its stream, after `deps`.
+  // `copy_engines`: its bytes move by copy engines, holding no SM (CollectiveEngine).
   uint32_t add_collective(Dim d, CollectiveOp coll, double bytes, const std::string& name, int32_t mb, int32_t layer,
-                          const std::vector<uint32_t>& deps);
+                          const std::vector<uint32_t>& deps, bool copy_engines = false);
   void wait_for(uint32_t op) { frontier_.push_back(op); }
   std::vector<uint32_t>& frontier() { return frontier_; }
   int64_t last_compute() const { return last_compute_; }

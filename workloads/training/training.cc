@@ -83,6 +83,8 @@ struct Piece {
   // the reduce-scatter starts.
   bool consumes_gather = false, produces_scatter = false;
   bool waits_gather = false, starts_scatter = false;
+  // A collective whose bytes copy engines move (AsyncTP's overlapped ones): no SM held.
+  bool copy_engines = false;
   Overlap overlap = Overlap::kNone;
   Cost cost;
   std::vector<CostTerm> terms;
@@ -319,7 +321,10 @@ void pipeline_overlapped(Recipe& r, const Coster& coster, TrainingJob::TpOverlap
     return out.back();
   };
   Recipe out;
-  for (const Piece& pc : r) {
+  for (Piece& pc : r) {
+    // AsyncTP pulls each peer's chunk with a copy-engine copy (copy_shard's and the produced
+    // chunks' copy_ between symmetric-memory buffers): no SM taken from the GEMMs.
+    if (pc.comm && pc.overlap != Overlap::kNone && asynctp) pc.copy_engines = true;
     if (pc.comm && pc.overlap == Overlap::kWithNext && asynctp)
       out.push_back(memory_piece(2 * pc.spec.bytes / n, coster, label + " asynctp copy shard"));
     if (!pc.comm && pc.consumes_gather && pc.produces_scatter) {
@@ -525,7 +530,7 @@ class StageBuilder {
         if (pc.overlap == Overlap::kWithPrev) scatter_from = -1;
         if (after >= 0) deps.push_back(static_cast<uint32_t>(after));
         uint32_t c = e_.add_collective(pc.spec.dim, pc.spec.coll, pc.spec.bytes,
-                                       pc.name, mb, layer, deps);
+                                       pc.name, mb, layer, deps, pc.copy_engines);
         e_.frontier().clear();
         if (pc.overlap == Overlap::kWithNext) {
           held = c;
