@@ -589,6 +589,27 @@ TEST(TrainingTensorParallel, CommOverlapHidesTheCollectivesBehindTheirGemms) {
   EXPECT_GE(on.step_time_s, off.step_time_s - tp_off - 1e-9);
 }
 
+TEST(TrainingTensorParallel, ZeroBubbleRegathersInTheWeightPass) {
+  // Sequence parallelism's regathers of the saved QKV and MLP inputs feed only the weight
+  // gradients: under zb-h1 they run in the weight pass (W), just before its GEMMs, not in the
+  // input pass (B). 2 layers x 2 regathers.
+  TrainingJob j = tp8_sp_job();
+  j.schedule = PipelineSchedule::kZeroBubbleH1;
+  const TrainingPlan plan = build_training(j);
+  const Program& p = plan.programs[0];
+  int regathers = 0;
+  for (uint32_t i = 0; i < p.ops().size(); ++i) {
+    const Op& op = p.op(i);
+    if (op.kind != OpKind::kCollective || p.name(op.name).find("_regather") == std::string::npos) continue;
+    ++regathers;
+    uint32_t k = i + 1;
+    while (k < p.ops().size() && p.op(k).kind != OpKind::kKernel) ++k;
+    ASSERT_LT(k, p.ops().size());
+    EXPECT_EQ(p.name(p.op(k).name).rfind("bwd-weight", 0), 0u) << p.name(p.op(k).name);
+  }
+  EXPECT_EQ(regathers, 4);
+}
+
 TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
   // PyTorch AsyncTP (torch/distributed/_symmetric_memory/__init__.py) against userbuffers on the
   // same job as above: before each overlapped all-gather a rank copies its shard (bytes / 8) into

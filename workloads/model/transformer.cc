@@ -725,9 +725,10 @@ int LayerComm::count(CommGroup group, Pass pass) const {
 
 namespace {
 
-void add(LayerComm& c, const char* name, CollectiveKind kind, CommGroup group, Pass pass,
-         double bytes, const char* after_op) {
+CommOp& add(LayerComm& c, const char* name, CollectiveKind kind, CommGroup group, Pass pass,
+            double bytes, const char* after_op) {
   c.ops.push_back(CommOp{name, kind, group, pass, bytes, after_op});
+  return c.ops.back();
 }
 
 }  // namespace
@@ -763,7 +764,7 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
     if (sp) {
       add(c, "block_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "block_residual");
       if (!shape.sp_keeps_gathered)
-        add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
+        add(c, "block_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act").for_weight_grad = true;
     }
     if (cp) {
       add(c, "kv_regather", CK::kAllGather, CommGroup::kCp, Pass::kBackward, kv, "attn_out_proj");
@@ -788,7 +789,7 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
   if (sp) {
     add(c, "mlp_down_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "mlp_residual");
     if (!shape.sp_keeps_gathered)
-      add(c, "mlp_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act");
+      add(c, "mlp_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "mlp_act").for_weight_grad = true;
     add(c, "mlp_input_grad_reducescatter", CK::kReduceScatter, CommGroup::kTp, Pass::kBackward, act,
         mlp_in_last_bwd);
     add(c, "attn_out_grad_allgather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, gathered, "attn_residual");
@@ -801,7 +802,7 @@ LayerComm layer_comm(const ModelSpec& spec, int64_t micro_batch, int64_t seq_len
   }
   if (sp) {
     if (!shape.sp_keeps_gathered)
-      add(c, "qkv_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "attention");
+      add(c, "qkv_input_regather", CK::kAllGather, CommGroup::kTp, Pass::kBackward, act, "attention").for_weight_grad = true;
     add(c, "qkv_input_grad_reducescatter", CK::kReduceScatter, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");
   } else if (tp) {
     add(c, "qkv_input_grad_allreduce", CK::kAllReduce, CommGroup::kTp, Pass::kBackward, act, "qkv_proj");

@@ -256,6 +256,9 @@ struct CommOp {
   Pass pass = Pass::kForward;
   double bytes = 0;
   std::string after_op;
+  // Backward only: it feeds the weight gradients alone (sequence parallelism's regather of a
+  // saved GEMM input), so a schedule that splits the backward (zero-bubble) runs it with them.
+  bool for_weight_grad = false;
 };
 
 struct LayerComm {

@@ -443,8 +443,12 @@ PassRecipes make_pass_recipes(const std::vector<OpCost>& ops, const LayerComm& c
   p.recompute = make_recipe(recomputed != nullptr ? recomputed->ops : ops, recomputed != nullptr ? recomputed->comm : comm,
                             Pass::kForward, PassPart::kRecompute, coster, "recompute", true, tp_overlap);
   p.bwd = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwd, coster, "bwd", true, tp_overlap);
-  p.bwd_input = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
-  p.bwd_weight = make_recipe(rev, comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", false,
+  // Split backward (zero-bubble): the collectives that feed only the weight gradients (sequence
+  // parallelism's regathers) run in the weight pass, just before the GEMMs that need them.
+  LayerComm input_comm, weight_comm;
+  for (const CommOp& c : comm.ops) (c.for_weight_grad ? weight_comm : input_comm).ops.push_back(c);
+  p.bwd_input = make_recipe(rev, input_comm, Pass::kBackward, PassPart::kBwdInput, coster, "bwd-input", true, tp_overlap);
+  p.bwd_weight = make_recipe(rev, weight_comm, Pass::kBackward, PassPart::kBwdWeight, coster, "bwd-weight", true,
                              TrainingJob::TpOverlap::kOff);
   return p;
 }
