@@ -98,8 +98,8 @@ const std::vector<GpuSpec>& gpu_table() {
       // lowered the clock); with torchao's fast accumulation (use_fast_accum, its forward GEMM) 4-11%
       // faster (gemm-bench/gemm-fastaccum.json), and `clustersim calibrate` fits 0.73 on the FP8
       // training-step captures that use it (tt-h4096-l8-b1-s8192-fp8{,-compiled}). Not the default:
-      // with 0.73 torchtitan's Table 1 Float8 gain comes out 1.19 where 1.28 was published (0.68:
-      // 1.16; TrainingPrecision.TensorwiseFp8GainIsTorchtitansTable1); set
+      // with 0.73 torchtitan's Table 1 Float8 gain comes out 1.18 where 1.28 was published (0.68:
+      // 1.15; TrainingPrecision.TensorwiseFp8GainIsTorchtitansTable1); set
       // `cluster.profile.fp8_gemm_efficiency: 0.73` to run it.
       // cuDNN's fused attention (cuDNN 9.19 under PyTorch 2.11 SDPA; Transformer Engine's default
       // backend on Hopper is the same library) as `clustersim calibrate` fits it from the H100 SXM
