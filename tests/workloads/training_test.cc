@@ -177,45 +177,50 @@ TrainingJob h100_job(const std::string& preset) {
   return j;
 }
 
+// Llama 3 8B on H100s, one sequence of 2,048 tokens per micro-batch.
+TrainingJob short_llama8b_job() {
+  TrainingJob j = h100_job("llama3-8b");
+  j.seq_len = 2048;
+  j.micro_batch = 1;
+  return j;
+}
+
 TEST(TrainingPipeline, GpipeKeepsEveryMicroBatchsHeadTensors) {
   // GPipe runs all m forwards before any backward, so the last stage keeps each micro-batch's head
   // tensors until its backward: the fp32 logits the loss's backward reads, the final norm's input
   // and the head's input. Llama 3 8B (32 layers, 16 per stage), p = 2, m = 4, s = 2048, b = 1,
   // no TP: one micro-batch's are 2048 x 4096 x 2 = 16,777,216 bytes for each input and
   // 2048 x 128,256 x 4 = 1,050,673,152 of logits, 1,084,227,584 in all. Against 1F1B, GPipe's
-  // last stage holds 4 chunk stashes instead of 1 and 3 more micro-batches' head tensors; its first
-  // stage 4 stashes instead of 2 (no head), which gives a chunk's stash.
-  TrainingJob j = h100_job("llama3-8b");
-  j.seq_len = 2048;
-  j.micro_batch = 1;
+  // last stage holds 4 chunk stashes instead of 1 and 3 more micro-batches' head tensors. A stash
+  // is 16 layers of 139,264 bytes per token (ModelMemory.Llama8bPerTensorByHand) x 2048 tokens:
+  // 4,563,402,752 bytes.
+  TrainingJob j = short_llama8b_job();
   j.pp = 2;
   j.global_batch = 4;
   j.schedule = PipelineSchedule::kOneFOneB;
   const TrainingPlan one = build_training(j);
   j.schedule = PipelineSchedule::kGPipe;
   const TrainingPlan gpipe = build_training(j);
-  const double stash = (gpipe.memory[0].bytes.activations - one.memory[0].bytes.activations) / 2;
-  ASSERT_GT(stash, 0.0);
+  const double stash = 16 * 139264.0 * 2048;
   const double head = 2 * 16777216.0 + 1050673152.0;
   EXPECT_NEAR(gpipe.memory[1].bytes.activations - one.memory[1].bytes.activations, 3 * stash + 3 * head, 1.0);
   // Under full recompute with a 16,000-token vocabulary a recomputed layer's working set (139,264
   // bytes per token, 285,212,672) outweighs one micro-batch's head tensors (2 x 16,777,216 +
   // 2048 x 16,000 x 4 = 164,626,432); the other micro-batches' are there beside it all the same.
+  // A stash is then 16 layer inputs of 2048 x 4096 x 2 = 16,777,216 bytes: 268,435,456.
   j.model.vocab = 16000;
   j.recompute = Recompute::kFull;
   const TrainingPlan gpipe_full = build_training(j);
   j.schedule = PipelineSchedule::kOneFOneB;
   const TrainingPlan one_full = build_training(j);
-  const double stash_full = (gpipe_full.memory[0].bytes.activations - one_full.memory[0].bytes.activations) / 2;
+  const double stash_full = 16 * 16777216.0;
   EXPECT_NEAR(gpipe_full.memory[1].bytes.activations - one_full.memory[1].bytes.activations,
               3 * stash_full + 3 * 164626432.0, 1.0);
 }
 
 // Llama 3 8B on PP 2 x DP 2 with FSDP, one sequence per micro-batch, 1F1B.
 TrainingJob fsdp_pp_job(int64_t micro_batches) {
-  TrainingJob j = h100_job("llama3-8b");
-  j.seq_len = 2048;
-  j.micro_batch = 1;
+  TrainingJob j = short_llama8b_job();
   j.pp = 2;
   j.dp = 2;
   j.global_batch = 2 * micro_batches;
@@ -347,9 +352,7 @@ TEST(TrainingDataParallel, FsdpCopiesOutEachGatherAndCopiesInEachReduction) {
 
   // Without PP the gradients are the parameters' bf16, reduced in fp32: 2 + 4 = 6 bytes per
   // parameter copied in; a bf16 reduce dtype makes it 2 + 2 = 4.
-  TrainingJob flat = h100_job("llama3-8b");
-  flat.seq_len = 2048;
-  flat.micro_batch = 1;
+  TrainingJob flat = short_llama8b_job();
   flat.dp = 2;
   flat.global_batch = 2;
   flat.data_parallel = DataParallel::kFsdp;

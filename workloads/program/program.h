@@ -78,6 +78,14 @@ struct CostTerm {
   bool foreach = false;
 };
 
+// One memory-bound kernel moving `bytes` through HBM (an optimizer pass, a framework's copy).
+inline CostTerm memory_term(double bytes) {
+  CostTerm t;
+  t.cls = KernelClass::kMemory;
+  t.bytes = bytes;
+  return t;
+}
+
 // Wave quantization of a GEMM (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication
 // Background": tile and wave quantization): the output is cut into tiles, one thread block per
 // tile, and the tiles run in waves of one per SM; the last wave's idle SMs are lost. With 128 x 256

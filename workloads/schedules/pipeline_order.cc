@@ -195,19 +195,10 @@ int32_t global_chunk(const PipelineParams& params, int32_t stage, int32_t chunk)
   return chunk * params.stages + stage;
 }
 
-int32_t peak_in_flight(const std::vector<PipelineWork>& order) {
+int32_t peak_in_flight(const std::vector<PipelineWork>& order, int32_t chunk) {
   int32_t live = 0, peak = 0;
   for (const PipelineWork& w : order) {
-    live += in_flight_change(w.pass);
-    peak = std::max(peak, live);
-  }
-  return peak;
-}
-
-int32_t peak_in_flight_of_chunk(const std::vector<PipelineWork>& order, int32_t chunk) {
-  int32_t live = 0, peak = 0;
-  for (const PipelineWork& w : order) {
-    if (w.chunk != chunk) continue;
+    if (chunk != kEveryChunk && w.chunk != chunk) continue;
     live += in_flight_change(w.pass);
     peak = std::max(peak, live);
   }

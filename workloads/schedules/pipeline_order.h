@@ -88,10 +88,10 @@ inline int32_t in_flight_change(PassKind k) {
   return k == PassKind::kForward ? 1 : k == PassKind::kBackward || k == PassKind::kBackwardInput ? -1 : 0;
 }
 
-// Peak over the order of the stashes alive at once (the sum of in_flight_change so far).
-int32_t peak_in_flight(const std::vector<PipelineWork>& order);
-// The same counting only the passes of local chunk `chunk`.
-int32_t peak_in_flight_of_chunk(const std::vector<PipelineWork>& order, int32_t chunk);
+// Peak over the order of the stashes alive at once (the sum of in_flight_change so far), of
+// every chunk or of local chunk `chunk` alone.
+inline constexpr int32_t kEveryChunk = -1;
+int32_t peak_in_flight(const std::vector<PipelineWork>& order, int32_t chunk = kEveryChunk);
 
 // Reference timing model: every rank runs its order sequentially, starting each item as soon
 // as the rank is free and the item's dependencies are done (zero communication cost):

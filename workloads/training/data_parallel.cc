@@ -168,11 +168,7 @@ class Fsdp : public DataParallelPolicy {
   // cost terms by their address).
   const std::vector<CostTerm>& memory_terms(double bytes) {
     std::vector<CostTerm>& t = memory_terms_[bytes];
-    if (t.empty()) {
-      t.assign(1, CostTerm{});
-      t[0].cls = KernelClass::kMemory;
-      t[0].bytes = bytes;
-    }
+    if (t.empty()) t.push_back(memory_term(bytes));
     return t;
   }
   // A gradient is complete for this micro-batch: reduce-scattered now, or, with the sync

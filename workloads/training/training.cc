@@ -285,10 +285,7 @@ Piece piece_part(const Piece& p, double f, uint32_t chunks, const Coster& coster
 // One memory-bound kernel moving `bytes` through HBM, charged to TP.
 Piece memory_piece(double bytes, const Coster& coster, const std::string& name) {
   Piece q;
-  CostTerm t;
-  t.cls = KernelClass::kMemory;
-  t.bytes = bytes;
-  q.terms.push_back(t);
+  q.terms.push_back(memory_term(bytes));
   q.cost = coster.evaluate(q.terms, 0);
   q.name = name;
   q.for_tp = true;
@@ -648,9 +645,7 @@ class StageBuilder {
     double params = 0;
     for (int32_t c = 0; c < params_.virtual_stages; ++c) params += split_.chunk(global(c));
     double shard = dp_->optimizer_share(params);
-    optimizer_terms_.assign(1, CostTerm{});
-    optimizer_terms_[0].cls = KernelClass::kMemory;
-    optimizer_terms_[0].bytes = shard * job_.optimizer_bytes();
+    optimizer_terms_.assign(1, memory_term(shard * job_.optimizer_bytes()));
     // Eager: PyTorch's foreach AdamW, 8 passes, each launched by multi_tensor_apply once per 320
     // blocks of 65,536 elements (aten/src/ATen/native/cuda/MultiTensorApply.cuh: kChunkSize,
     // depth_to_max_blocks), i.e. per 20,971,520 parameters; per-tensor partial chunks and the
@@ -848,7 +843,7 @@ TrainingPlan build_training(const TrainingJob& job) {
     // schedule that runs several forwards of the last chunk before their backwards (GPipe: all m)
     // keeps the other micro-batches' head tensors (their saved logits for the loss's backward, the
     // final norm's and the head's inputs) beside either, until their own backwards.
-    const int32_t heads = has_head ? peak_in_flight_of_chunk(sb.order(), job.virtual_stages - 1) : 0;
+    const int32_t heads = has_head ? peak_in_flight(sb.order(), static_cast<int32_t>(job.virtual_stages - 1)) : 0;
     const double transient = std::max(has_head ? act_head : 0.0, job.recomputes_layers() ? act_layer_full : 0.0) +
                              std::max(0, heads - 1) * head_saved;
     double accumulated = 0;
