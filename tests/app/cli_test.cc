@@ -890,7 +890,7 @@ TEST_F(CliFailures, NodeDeathInsideALlama3StepIsAbortedOneWatchdogTimeoutAfterTh
   EXPECT_TRUE(same_issue) << fired << " on rank " << fired_pid << " is issued at " << oldest << " us in the healthy step";
   // No rank of the dead node has a span after its death.
   for (const auto& e : tr["traceEvents"])
-    if (e["ph"] == "X" && e["pid"].get<int>() >= 56) EXPECT_LE(e["ts"].get<double>(), 700000.0) << e.dump();
+    if (e["ph"] == "X" && e["pid"].get<int>() >= 56) { EXPECT_LE(e["ts"].get<double>(), 700000.0) << e.dump(); }
 }
 
 TEST_F(CliFailures, ElasticRecoveryRunsTheNextStepWithOneReplicaFewer) {

@@ -270,7 +270,7 @@ TEST(FluidModel, UserListsAndUseRegionsSurviveGrowthAndReuse) {
   for (uint32_t i : {1u, 4u, 7u}) f.cancel(flows[i]);
   f.settle();
   for (uint32_t i = 0; i < 10; ++i)
-    if (i != 1 && i != 4 && i != 7) EXPECT_DOUBLE_EQ(f.rate(flows[i]), 100.0 / 7.0) << "flow " << i;
+    if (i != 1 && i != 4 && i != 7) { EXPECT_DOUBLE_EQ(f.rate(flows[i]), 100.0 / 7.0) << "flow " << i; }
   EXPECT_DOUBLE_EQ(f.load(shared), 100.0);
 
   // Thousands more constraints: the records of `shared` (users on the heap) and `pair` (inline)

@@ -25,8 +25,9 @@ TEST(HugePages, VectorGrownAcrossTheThresholdKeepsItsElements) {
     ASSERT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u) << "after " << i + 1 << " elements";
 #if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
     // A mapped block starts just past a 2 MiB boundary (so that it can be backed by huge pages).
-    if (v.capacity() * sizeof(Record) >= kHugeThreshold)
+    if (v.capacity() * sizeof(Record) >= kHugeThreshold) {
       ASSERT_LT(reinterpret_cast<uintptr_t>(v.data()) % kHugeThreshold, kMaxHugeColor) << "after " << i + 1 << " elements";
+    }
 #endif
   }
   for (uint64_t i = 0; i < kN; ++i) ASSERT_EQ(v[i].value, i);

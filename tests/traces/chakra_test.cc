@@ -153,7 +153,7 @@ TEST(Chakra, AGeneratedTrainingStepExportedAndReadBackSimulatesToTheSameStepTime
   for (const auto& cr : ranks)
     for (const auto& n : cr.nodes) {
       EXPECT_NE(n.type, ChakraProtoMsg::METADATA_NODE) << cr.file << " node " << n.id;
-      if (n.type == ChakraProtoMsg::COMM_COLL_NODE) EXPECT_TRUE(groups.contains(n.pg_name)) << n.pg_name;
+      if (n.type == ChakraProtoMsg::COMM_COLL_NODE) { EXPECT_TRUE(groups.contains(n.pg_name)) << n.pg_name; }
       if (n.type == ChakraProtoMsg::COMM_RECV_NODE) {
         ++recvs;
         EXPECT_GT(n.comm_size, 0) << cr.file << " node " << n.id;

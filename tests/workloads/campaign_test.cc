@@ -573,7 +573,7 @@ TEST(CampaignInvariants, TimeAddsUpUnderEveryPolicy) {
         if (fixed_work) {
           const double islands = policy == CampaignPolicy::kIslands ? 3 : 1;
           for (const TrialResult& t : r.per_trial)
-            if (!(policy == CampaignPolicy::kIslands && async)) EXPECT_EQ(t.steps, 100000 * islands);
+            if (!(policy == CampaignPolicy::kIslands && async)) { EXPECT_EQ(t.steps, 100000 * islands); }
         }
       }
   // Elastic rejoin at the next checkpoint (every 1,000 steps of 1.5 s) leaves replicas out longer.

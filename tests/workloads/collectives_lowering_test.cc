@@ -399,7 +399,7 @@ TEST(CollectiveTree, OneTreePerChannelLeavesThroughEachNic) {
     EXPECT_DOUBLE_EQ(t.bytes, 25.0) << "channel " << c;
     EXPECT_EQ(t.latency_steps, 10u) << "channel " << c;
     for (auto [a, b] : t.hops)
-      if (a / 4 != b / 4) EXPECT_TRUE(a % 4 == c && b % 4 == c) << "channel " << c << " edge " << a << "->" << b;
+      if (a / 4 != b / 4) { EXPECT_TRUE(a % 4 == c && b % 4 == c) << "channel " << c << " edge " << a << "->" << b; }
   }
   const auto s2 = hop_set(p.phases[0].transfers[2].hops);
   for (auto e : Hops{{6, 10}, {14, 10}, {10, 2}, {3, 2}, {0, 3}, {1, 0}}) EXPECT_TRUE(s2.count(e)) << e.first << "->" << e.second;

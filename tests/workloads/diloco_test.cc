@@ -283,7 +283,7 @@ TEST(DiLoCoStreaming, TooLittleBandwidthDegradesMonotonically) {
     EXPECT_LE(u, prev + 1e-12) << "bandwidth " << bw;
     EXPECT_GE(u + 1e-12, plain.utilization[0]) << "bandwidth " << bw;
     // Where the WAN is the bottleneck (plain DiLoCo waits), streaming is strictly better.
-    if (plain.utilization[0] < 1.0 - 1e-9) EXPECT_GT(u, plain.utilization[0] + 1e-6) << "bandwidth " << bw;
+    if (plain.utilization[0] < 1.0 - 1e-9) { EXPECT_GT(u, plain.utilization[0] + 1e-6) << "bandwidth " << bw; }
     prev = u;
   }
   EXPECT_LT(prev, 0.5);  // at 50 MB/s a 4 GB fragment takes 120 s of a 25 s fragment period

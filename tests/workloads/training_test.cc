@@ -270,8 +270,9 @@ TEST(TrainingDataParallel, FsdpUnderPipelineGathersOnceAndReducesAfterTheLastBac
   // the optimizer after them, so the last compute before the optimizer precedes all of them.
   for (uint32_t i = 0; i < p.ops().size(); ++i) {
     const Op& op = p.op(i);
-    if (op.kind == OpKind::kCollective && op.coll == CollectiveOp::kReduceScatter)
+    if (op.kind == OpKind::kCollective && op.coll == CollectiveOp::kReduceScatter) {
       EXPECT_GT(static_cast<int64_t>(i), last_compute);
+    }
   }
 
   // reshard_after_forward "always" under PP: a forward frees the layers, a backward that finds
@@ -656,7 +657,7 @@ TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
     EXPECT_EQ(ag.op_class, static_cast<uint8_t>(CollectiveEngine::kCopyEngines));
     uint32_t k = i + 1;
     for (; k < p.ops().size() && !named(p.op(k), "(chunk 8 of 8)"); ++k)
-      if (p.op(k).kind == OpKind::kKernel) EXPECT_FALSE(depends(p.op(k), i)) << p.name(p.op(k).name);
+      if (p.op(k).kind == OpKind::kKernel) { EXPECT_FALSE(depends(p.op(k), i)) << p.name(p.op(k).name); }
     ASSERT_LT(k, p.ops().size());
     EXPECT_TRUE(depends(p.op(k), i));
     ++tails;
@@ -673,7 +674,7 @@ TEST(TrainingTensorParallel, AsyncTpCopiesEachShardAndSumsEachReduction) {
   j.tp_overlap = TrainingJob::TpOverlap::kUserbuffers;
   const TrainingPlan ub_plan = build_training(j);
   for (const Op& op : ub_plan.programs[0].ops())
-    if (op.kind == OpKind::kCollective) EXPECT_EQ(op.op_class, static_cast<uint8_t>(CollectiveEngine::kSmKernels));
+    if (op.kind == OpKind::kCollective) { EXPECT_EQ(op.op_class, static_cast<uint8_t>(CollectiveEngine::kSmKernels)); }
   EXPECT_EQ(tails, 12);
 }
 
