@@ -31,13 +31,14 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     : sim_(sim), topo_(topo), gpu_(gpu), opt_(opt) {
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
-  link_constraints_.reserve(links.size());
   fluid.reserve_constraints(links.size() + 2 * static_cast<size_t>(topo_.num_gpus()));
+  first_constraint_ = static_cast<uint32_t>(fluid.num_constraints());
+  num_links_ = static_cast<uint32_t>(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& l = links[i];
     auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_));
+    SIM_ASSERT(c == link(static_cast<uint32_t>(i)), "link constraints must be consecutive");
     if (opt_.watch_links) fluid.watch(c);
-    link_constraints_.push_back(c);
   }
   uint32_t n = topo_.num_gpus();
   gpu_base_ = static_cast<uint32_t>(fluid.num_constraints());
@@ -46,9 +47,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     fluid.add_constraint(1.0);  // HBM
   }
   // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
-  const uint32_t first = links.empty() ? gpu_base_ : link_constraints_[0].value;
-  first_constraint_ = first;
-  fluid.add_namer(sim::ConstraintId(first), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
+  fluid.add_namer(sim::ConstraintId(first_constraint_), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
   comm_active_.assign(n, 0);
   gpu_failed_.assign(n, 0);
   if (sim::Log* log = sim_.log())
@@ -106,15 +105,15 @@ void ClusterResources::enable_link_counters(std::span<const uint32_t> gpus) {
     if (!is_traced(l.src) && !is_traced(l.dst)) continue;
     link_counters_[i].process = is_traced(l.src) ? l.src : l.dst;
     link_counters_[i].name = bus.names().intern("util " + topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst));
-    sim_.fluid().watch(link_constraints_[i]);
+    sim_.fluid().watch(link(static_cast<uint32_t>(i)));
   }
   sim_.fluid().set_watcher(this);
 }
 
 void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) {
   // Link constraints were created consecutively, so a link's index is its offset from the first.
-  if (link_constraints_.empty() || c.value < link_constraints_.front().value) return;
-  uint32_t i = c.value - link_constraints_.front().value;
+  if (c.value < first_constraint_) return;
+  uint32_t i = c.value - first_constraint_;
   if (i >= link_counters_.size() || link_counters_[i].name == sim::kNoName) return;
   sim::CounterRecord r;
   r.process = link_counters_[i].process;
@@ -129,7 +128,7 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
-    if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link_constraints_[i], false, sim::DownPolicy::kStall);
+    if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link(static_cast<uint32_t>(i)), false, sim::DownPolicy::kStall);
   gpu_failed_[gpu] = 1;
   fluid.set_up(sm_pool(gpu), false, sim::DownPolicy::kFail);
   fluid.set_up(hbm(gpu), false, sim::DownPolicy::kFail);
@@ -137,14 +136,14 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
 
 
 void ClusterResources::fail_link(uint32_t link) {
-  SIM_ASSERT(link < link_constraints_.size(), "fail_link on an unknown link");
-  sim_.fluid().set_up(link_constraints_[link], false, sim::DownPolicy::kStall);
+  SIM_ASSERT(link < num_links_, "fail_link on an unknown link");
+  sim_.fluid().set_up(this->link(link), false, sim::DownPolicy::kStall);
 }
 
 void ClusterResources::set_link_speed(uint32_t link, double speed) {
-  SIM_ASSERT(link < link_constraints_.size() && speed > 0, "set_link_speed: unknown link or speed <= 0");
+  SIM_ASSERT(link < num_links_ && speed > 0, "set_link_speed: unknown link or speed <= 0");
   const Link& l = topo_.links()[link];
-  sim_.fluid().set_capacity(link_constraints_[link], l.bandwidth_Bps * efficiency_of(l.kind, opt_) * speed);
+  sim_.fluid().set_capacity(this->link(link), l.bandwidth_Bps * efficiency_of(l.kind, opt_) * speed);
 }
 
 void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {

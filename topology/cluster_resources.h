@@ -1,6 +1,6 @@
 // topology/cluster_resources.h: a Topology and its accelerators turned into engine constraints.
 //
-// Every directed Link becomes one fluid constraint (link index == position in link_constraints)
+// Every directed Link becomes one fluid constraint (link i is the i-th of a consecutive block)
 // whose capacity is the link bandwidth times the efficiency of its kind in the hardware profile
 // (topology/hardware_profile.h, where the defaults cite their sources).
 //
@@ -39,9 +39,10 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const HardwareProfile& profile() const { return opt_; }
   sim::Simulation& simulation() { return sim_; }
 
-  sim::ConstraintId link(uint32_t link_index) const { return link_constraints_[link_index]; }
-  // A GPU's SM pool and HBM are constraints gpu_base_ + 2 gpu and + 1 (computed, not looked up:
-  // a table would be one more cache miss per kernel at 16k GPUs).
+  // Link i is constraint first_constraint_ + i, a GPU's SM pool and HBM are constraints
+  // gpu_base_ + 2 gpu and + 1 (computed, not looked up: a table would be one more cache miss per
+  // kernel and per link of a transfer's route at 16k GPUs and more).
+  sim::ConstraintId link(uint32_t link_index) const { return sim::ConstraintId(first_constraint_ + link_index); }
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu); }
   sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu + 1); }
   // A hint: what comm_begin/comm_end and a kernel start on `gpu` touch (its communication count,
@@ -99,7 +100,7 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;
-  sim::BigVector<sim::ConstraintId> link_constraints_;
+  uint32_t num_links_ = 0;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
   // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
   static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;

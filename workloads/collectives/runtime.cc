@@ -18,6 +18,9 @@ uint32_t CollectiveRuntime::alloc_transfer() {
   if (!free_transfers_.empty()) {
     uint32_t t = free_transfers_.back();
     free_transfers_.pop_back();
+    // The next one taken, perhaps freed long ago (a phase starts its transfers one after another):
+    // ask for its record now, as start does for instances.
+    if (!free_transfers_.empty()) __builtin_prefetch(&transfers_[free_transfers_.back()], 1);
     return t;
   }
   transfers_.emplace_back();
