@@ -129,6 +129,7 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
     if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link(static_cast<uint32_t>(i)), false, sim::DownPolicy::kStall);
+  if (!gpu_failed_[gpu]) ++failed_gpus_;
   gpu_failed_[gpu] = 1;
   fluid.set_up(sm_pool(gpu), false, sim::DownPolicy::kFail);
   fluid.set_up(hbm(gpu), false, sim::DownPolicy::kFail);

@@ -78,7 +78,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   // (their owners are told, sim::DownPolicy::kFail); its links go down and stall what crosses
   // them (a dead GPU's NVLink and NIC traffic hangs, as NCCL does). Nothing comes back up.
   void fail_gpu(uint32_t gpu);
-  bool gpu_failed(uint32_t gpu) const { return gpu_failed_[gpu] != 0; }
+  // Read at every kernel issue: a healthy cluster answers without touching the per-GPU table.
+  bool gpu_failed(uint32_t gpu) const { return failed_gpus_ > 0 && gpu_failed_[gpu] != 0; }
   // A link (one direction of a cable) goes down: what crosses it stalls, as NCCL hangs on a dead
   // NIC, cable or switch port. Nothing comes back up.
   void fail_link(uint32_t link);
@@ -105,7 +106,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
   static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;
   std::vector<uint32_t> comm_active_;
-  std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called (read at every kernel issue)
+  std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called
+  uint32_t failed_gpus_ = 0;         // how many have
   std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)
   void apply_gpu_capacity(uint32_t gpu);
   // Per link: the trace process and counter name it reports to (kNoName: not watched).

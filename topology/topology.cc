@@ -47,19 +47,17 @@ uint32_t Topology::add_vertex(std::string name) {
 uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, sim::Time latency, LinkKind kind,
                             uint8_t tier, bool parallel) {
   links_.push_back(Link{src, dst, bandwidth_Bps, latency, kind, tier, parallel});
-  link_latency_.push_back(latency);
-  if (latency_by_class_) {
-    auto it = std::find(latency_classes_.begin(), latency_classes_.end(), latency);
-    if (it == latency_classes_.end() && latency_classes_.size() < 255) {
-      latency_classes_.push_back(latency);
-      it = latency_classes_.end() - 1;
-    }
-    if (it == latency_classes_.end()) {
-      latency_by_class_ = false;  // too many distinct latencies: route() reads link_latency_
-      link_latency_class_.clear();
-      link_latency_class_.shrink_to_fit();
+  if (!latency_by_run_) {
+    link_latency_.push_back(latency);
+  } else if (latency_runs_.empty() || latency_runs_.back().latency != latency) {
+    if (latency_runs_.size() < kMaxLatencyRuns) {
+      latency_runs_.push_back(LatencyRun{static_cast<uint32_t>(links_.size() - 1), latency});
     } else {
-      link_latency_class_.push_back(static_cast<uint8_t>(it - latency_classes_.begin()));
+      // Latencies vary link by link: route() reads one per link from now on.
+      latency_by_run_ = false;
+      latency_runs_.clear();
+      link_latency_.reserve(links_.capacity());
+      for (const Link& l : links_) link_latency_.push_back(l.latency);
     }
   }
   return static_cast<uint32_t>(links_.size() - 1);
@@ -80,8 +78,13 @@ void Topology::route(uint32_t src_gpu, uint32_t dst_gpu, uint64_t flow_hash, Rou
     case TopologyKind::kEdgeList: route_edge_list(src_gpu, dst_gpu, flow_hash, out); break;
   }
   sim::Time total = sim::Time::zero();
-  if (latency_by_class_)
-    for (uint32_t l : out.links) total += latency_classes_[link_latency_class_[l]];
+  if (latency_by_run_)
+    for (uint32_t l : out.links) {
+      // The last run starting at or before l (runs are few and sorted by their first link).
+      size_t i = latency_runs_.size() - 1;
+      while (latency_runs_[i].first > l) --i;
+      total += latency_runs_[i].latency;
+    }
   else
     for (uint32_t l : out.links) total += link_latency_[l];
   out.latency = total;

@@ -232,13 +232,18 @@ class Topology {
   std::vector<std::string> vertex_names_;
   sim::BigVector<Link> links_;
   // links_[l].latency again, densely: route() sums it for every flow, and at 16k GPUs the Link
-  // records far outgrow the caches (a quarter of the lines to miss on). Denser still, one byte a
-  // link: its index among the topology's distinct latencies (builders use a handful), which is
-  // what route() reads while there are at most 255 of them.
-  sim::BigVector<sim::Time> link_latency_;
-  std::vector<uint8_t> link_latency_class_;
-  std::vector<sim::Time> latency_classes_;
-  bool latency_by_class_ = true;
+  // records far outgrow the caches. Builders add links block by block (scale-up, NICs, each tier),
+  // each block at one latency, so route() reads the latency off a handful of runs of consecutive
+  // links with equal latency (no per-link load: at 131k GPUs a one-byte-per-link table was a
+  // cache miss per link of every route), while there are at most kMaxLatencyRuns of them.
+  struct LatencyRun {
+    uint32_t first;  // the run's first link
+    sim::Time latency;
+  };
+  static constexpr size_t kMaxLatencyRuns = 32;
+  sim::BigVector<sim::Time> link_latency_;  // filled only when the runs are too many
+  std::vector<LatencyRun> latency_runs_;
+  bool latency_by_run_ = true;
 
   // Cluster: scale-up. GPU g: up link su_link_base_ + 2g, down link su_link_base_ + 2g + 1;
   // node n's switch is vertex su_vertex_base_ + n.

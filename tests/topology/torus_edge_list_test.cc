@@ -214,6 +214,33 @@ TEST(TopologyEdgeList, EcmpTiesBrokenByFlowHash) {
   EXPECT_NO_THROW(t.validate());
 }
 
+TEST(TopologyEdgeList, RouteLatencyIsTheSumOfItsLinksWhateverTheirNumber) {
+  // route() reads latencies off runs of consecutive links with one latency while they are few,
+  // one per link otherwise. A chain of 41 GPUs whose 40 edges all differ (edge i: (i + 1) * 10 ns,
+  // 80 links: more runs than the run table holds): from GPU 0 to GPU k the route crosses edges
+  // 0..k-1, so its latency is 10 ns * (1 + 2 + ... + k) = 5 ns * k (k + 1); back, the same.
+  // A chain with one latency (a single run) gives k hops of 7 ns.
+  EdgeListSpec varied, uniform;
+  varied.num_gpus = uniform.num_gpus = 41;
+  for (uint32_t i = 0; i < 40; ++i) {
+    varied.edges.push_back({i, i + 1, 1e9, sim::Time::ns(10 * (i + 1))});
+    uniform.edges.push_back({i, i + 1, 1e9, sim::Time::ns(7)});
+  }
+  const Topology tv = build_edge_list(varied), tu = build_edge_list(uniform);
+  for (uint32_t k : {1u, 2u, 17u, 40u}) {
+    Route r;
+    tv.route(0, k, 0, r);
+    EXPECT_EQ(r.latency, sim::Time::ns(5 * k * (k + 1))) << "0 -> " << k;
+    tv.route(k, 0, 0, r);
+    EXPECT_EQ(r.latency, sim::Time::ns(5 * k * (k + 1))) << k << " -> 0";
+    tu.route(0, k, 0, r);
+    EXPECT_EQ(r.latency, sim::Time::ns(7 * k)) << "uniform 0 -> " << k;
+  }
+  Route r;
+  tv.route(3, 5, 0, r);  // edges 3 and 4: 40 + 50 ns
+  EXPECT_EQ(r.latency, sim::Time::ns(90));
+}
+
 TEST(TopologyEdgeList, ShortestHopsWin) {
   // Ring of 4 GPUs 0-1-2-3-0 plus a long detour 0 - x - y - 2: 0 -> 2 takes 2 hops via 1 or 3, never
   // the 3-hop detour. GPUs forward traffic here (a direct-connect mesh).
