@@ -555,7 +555,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
       delays_[d] = Delay{rank, s, sim_.schedule_after(sim::Time::from_seconds(op.seconds), handler_, d)};
       break;
     }
-    case OpKind::kCollective: issue_collective(rank, s, op, idx); break;
+    case OpKind::kCollective: issue_collective(rank, p, s, op, idx); break;
     case OpKind::kSend: issue_send(rank, s, op); break;
     case OpKind::kRecv: {
       const sim::Time sent = arrival_[recv_base_[rank] + op.index];
@@ -605,8 +605,7 @@ uint32_t& ProgramExecutor::seq_of(uint32_t rank, uint32_t c) {
   return seq_[explicit_seq_base_[c] + it->second];
 }
 
-void ProgramExecutor::issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
-  const Program& p = program_of(rank);
+void ProgramExecutor::issue_collective(uint32_t rank, const Program& p, uint16_t s, const Op& op, uint32_t idx) {
   if (op.comm >= job_.comms.size()) {
     fail("rank " + std::to_string(rank) + " op '" + p.name(op.name) + "' uses communicator " +
          std::to_string(op.comm) + " of " + std::to_string(job_.comms.size()));
@@ -902,7 +901,7 @@ void ProgramExecutor::on_event(uint32_t d) {
       cat_s_[static_cast<size_t>(dl.rank) * ncat_ + job_.host_category] += (sim_.now() - rs.free_since).seconds();
       rs.free_since = sim_.now();
     }
-    const Program& p = program_of(dl.rank);
+    const Program& p = state_program(dl.rank);
     issue(dl.rank, p, p.stream_ops(dl.stream)[st.next]);
     return;
   }

@@ -252,7 +252,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void complete(uint32_t rank, uint16_t s);
   void finish_op(uint32_t rank, const Program& p, const Op& op);
   void charge_gap(uint32_t rank, const Program& p, const Op& op);
-  void issue_collective(uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
+  void issue_collective(uint32_t rank, const Program& p, uint16_t s, const Op& op, uint32_t op_index);
   void arrive(uint32_t instance, uint32_t size, uint32_t rank, uint16_t s, const Op& op, uint32_t op_index);
   void release_parked(uint32_t instance, uint32_t size);
   bool halted(uint32_t rank) const { return stopped_ || ranks_[rank].dead; }
