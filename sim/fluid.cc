@@ -135,6 +135,8 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
       if (!free_k.empty()) {
         r.uses_at = free_k.back();
         free_k.pop_back();
+        // The next region of this size taken may have been freed long ago: ask for it now.
+        if (!free_k.empty()) __builtin_prefetch(use_pool_.data() + free_k.back(), 1);
       } else {
         const size_t cap = size_t{1} << k;
         if (use_pool_.size() + cap > UINT32_MAX)
