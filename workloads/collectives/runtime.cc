@@ -16,11 +16,16 @@ CollectiveRuntime::CollectiveRuntime(topo::ClusterResources& res, const RuntimeO
 
 uint32_t CollectiveRuntime::alloc_transfer() {
   if (!free_transfers_.empty()) {
-    uint32_t t = free_transfers_.back();
+    uint32_t t = free_transfers_.back().transfer;
     free_transfers_.pop_back();
     // The next one taken, perhaps freed long ago (a phase starts its transfers one after another):
-    // ask for its record now, as start does for instances.
-    if (!free_transfers_.empty()) __builtin_prefetch(&transfers_[free_transfers_.back()], 1);
+    // ask for its record and its list of uses now, as start does for instances (where the list
+    // lies was noted when it was freed, so that asking needs no load from the record).
+    if (!free_transfers_.empty()) {
+      const FreeTransfer& next = free_transfers_.back();
+      __builtin_prefetch(&transfers_[next.transfer], 1);
+      if (next.uses) __builtin_prefetch(next.uses, 1);
+    }
     return t;
   }
   transfers_.emplace_back();
@@ -282,12 +287,17 @@ void CollectiveRuntime::prefetch_done(uint64_t tag) const {
   __builtin_prefetch(&transfers_[tag]);
 }
 
+void CollectiveRuntime::free_transfer(uint32_t t) {
+  const std::vector<sim::Use>& uses = transfers_[t].uses;
+  free_transfers_.push_back(FreeTransfer{t, uses.capacity() > 0 ? uses.data() : nullptr});
+}
+
 void CollectiveRuntime::on_activity_done(sim::ActivityId, uint64_t tag) { finish_transfer(static_cast<uint32_t>(tag)); }
 
 void CollectiveRuntime::finish_transfer(uint32_t t) {
   uint32_t inst = transfers_[t].instance;
   transfers_[t].live = false;
-  free_transfers_.push_back(t);
+  free_transfer(t);
   Instance& in = instances_[inst];
   SIM_ASSERT(in.outstanding > 0, "transfer finished for a phase with none outstanding");
   if (--in.outstanding == 0) {
@@ -313,7 +323,7 @@ size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
       sim.cancel(run.wait);
     }
     run.live = false;
-    free_transfers_.push_back(t);
+    free_transfer(t);
   }
   size_t n = 0;
   for (uint32_t i = 0; i < instances_.size(); ++i) {

@@ -157,6 +157,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // A GPU's NIC or scale-up link, of a GPU no simulated rank runs on (see ReplicaCopies).
   bool mirror_private(uint32_t link, const ReplicaCopies& copies) const;
   void finish_transfer(uint32_t transfer);
+  void free_transfer(uint32_t transfer);
   uint32_t alloc_transfer();
 
   topo::ClusterResources& res_;
@@ -166,7 +167,11 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   sim::BigVector<Instance> instances_;
   std::vector<uint32_t> free_instances_;
   sim::BigVector<TransferRun> transfers_;
-  std::vector<uint32_t> free_transfers_;
+  struct FreeTransfer {
+    uint32_t transfer;
+    const sim::Use* uses;  // its list of uses' storage (kept for reuse), or null
+  };
+  std::vector<FreeTransfer> free_transfers_;
   size_t live_ = 0;
   uint64_t transfers_started_ = 0;
   uint64_t failed_transfers_ = 0;
