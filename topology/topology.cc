@@ -44,20 +44,34 @@ uint32_t Topology::add_vertex(std::string name) {
   return static_cast<uint32_t>(vertex_names_.size() - 1);
 }
 
+bool Topology::extends_last_run(uint32_t l, sim::Time latency) {
+  if (latency_runs_.empty()) return false;
+  LatencyRun& run = latency_runs_.back();
+  if (last_run_links_ == 1) {  // the run's second link sets its odd positions' latency
+    run.odd = latency;
+  } else if (((l - run.first) % 2 == 0 ? run.even : run.odd) != latency) {
+    return false;
+  }
+  ++last_run_links_;
+  return true;
+}
+
 uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, sim::Time latency, LinkKind kind,
                             uint8_t tier, bool parallel) {
   links_.push_back(Link{src, dst, bandwidth_Bps, latency, kind, tier, parallel});
+  const auto l = static_cast<uint32_t>(links_.size() - 1);
   if (!latency_by_run_) {
     link_latency_.push_back(latency);
-  } else if (latency_runs_.empty() || latency_runs_.back().latency != latency) {
+  } else if (!extends_last_run(l, latency)) {
     if (latency_runs_.size() < kMaxLatencyRuns) {
-      latency_runs_.push_back(LatencyRun{static_cast<uint32_t>(links_.size() - 1), latency});
+      latency_runs_.push_back(LatencyRun{l, latency, latency});
+      last_run_links_ = 1;
     } else {
       // Latencies vary link by link: route() reads one per link from now on.
       latency_by_run_ = false;
       latency_runs_.clear();
       link_latency_.reserve(links_.capacity());
-      for (const Link& l : links_) link_latency_.push_back(l.latency);
+      for (const Link& k : links_) link_latency_.push_back(k.latency);
     }
   }
   return static_cast<uint32_t>(links_.size() - 1);
@@ -83,7 +97,8 @@ void Topology::route(uint32_t src_gpu, uint32_t dst_gpu, uint64_t flow_hash, Rou
       // The last run starting at or before l (runs are few and sorted by their first link).
       size_t i = latency_runs_.size() - 1;
       while (latency_runs_[i].first > l) --i;
-      total += latency_runs_[i].latency;
+      const LatencyRun& run = latency_runs_[i];
+      total += (l - run.first) % 2 == 0 ? run.even : run.odd;
     }
   else
     for (uint32_t l : out.links) total += link_latency_[l];

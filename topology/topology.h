@@ -233,16 +233,22 @@ class Topology {
   sim::BigVector<Link> links_;
   // links_[l].latency again, densely: route() sums it for every flow, and at 16k GPUs the Link
   // records far outgrow the caches. Builders add links block by block (scale-up, NICs, each tier),
-  // each block at one latency, so route() reads the latency off a handful of runs of consecutive
-  // links with equal latency (no per-link load: at 131k GPUs a one-byte-per-link table was a
-  // cache miss per link of every route), while there are at most kMaxLatencyRuns of them.
+  // each block as up/down pairs whose two directions may differ (a NIC's up link also enters the
+  // leaf switch), so route() reads a latency off a handful of runs of consecutive links, each run
+  // one latency at its even positions and one at its odd ones (no per-link load: at 131k GPUs a
+  // one-byte-per-link table was a cache miss per link of every route), while there are at most
+  // kMaxLatencyRuns of them; beyond, it reads link_latency_.
   struct LatencyRun {
-    uint32_t first;  // the run's first link
-    sim::Time latency;
+    uint32_t first;    // the run's first link
+    sim::Time even;    // links first, first + 2, ...
+    sim::Time odd;     // links first + 1, first + 3, ...
   };
   static constexpr size_t kMaxLatencyRuns = 32;
+  // Whether link l (the newest) continues the last run's pattern; takes it into the run if so.
+  bool extends_last_run(uint32_t l, sim::Time latency);
   sim::BigVector<sim::Time> link_latency_;  // filled only when the runs are too many
   std::vector<LatencyRun> latency_runs_;
+  uint32_t last_run_links_ = 0;  // links in the last run so far
   bool latency_by_run_ = true;
 
   // Cluster: scale-up. GPU g: up link su_link_base_ + 2g, down link su_link_base_ + 2g + 1;

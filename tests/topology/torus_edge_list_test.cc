@@ -219,14 +219,18 @@ TEST(TopologyEdgeList, RouteLatencyIsTheSumOfItsLinksWhateverTheirNumber) {
   // one per link otherwise. A chain of 41 GPUs whose 40 edges all differ (edge i: (i + 1) * 10 ns,
   // 80 links: more runs than the run table holds): from GPU 0 to GPU k the route crosses edges
   // 0..k-1, so its latency is 10 ns * (1 + 2 + ... + k) = 5 ns * k (k + 1); back, the same.
-  // A chain with one latency (a single run) gives k hops of 7 ns.
-  EdgeListSpec varied, uniform;
-  varied.num_gpus = uniform.num_gpus = 41;
+  // A chain with one latency (a single run) gives k hops of 7 ns; one whose forward links take
+  // 10 ns and backward ones 30 ns, added alternately (one run, as a builder's up/down pairs),
+  // 10 k ns forward and 30 k ns back.
+  EdgeListSpec varied, uniform, updown;
+  varied.num_gpus = uniform.num_gpus = updown.num_gpus = 41;
   for (uint32_t i = 0; i < 40; ++i) {
     varied.edges.push_back({i, i + 1, 1e9, sim::Time::ns(10 * (i + 1))});
     uniform.edges.push_back({i, i + 1, 1e9, sim::Time::ns(7)});
+    updown.edges.push_back({i, i + 1, 1e9, sim::Time::ns(10), false});
+    updown.edges.push_back({i + 1, i, 1e9, sim::Time::ns(30), false});
   }
-  const Topology tv = build_edge_list(varied), tu = build_edge_list(uniform);
+  const Topology tv = build_edge_list(varied), tu = build_edge_list(uniform), td = build_edge_list(updown);
   for (uint32_t k : {1u, 2u, 17u, 40u}) {
     Route r;
     tv.route(0, k, 0, r);
@@ -235,6 +239,10 @@ TEST(TopologyEdgeList, RouteLatencyIsTheSumOfItsLinksWhateverTheirNumber) {
     EXPECT_EQ(r.latency, sim::Time::ns(5 * k * (k + 1))) << k << " -> 0";
     tu.route(0, k, 0, r);
     EXPECT_EQ(r.latency, sim::Time::ns(7 * k)) << "uniform 0 -> " << k;
+    td.route(0, k, 0, r);
+    EXPECT_EQ(r.latency, sim::Time::ns(10 * k)) << "up/down 0 -> " << k;
+    td.route(k, 0, 0, r);
+    EXPECT_EQ(r.latency, sim::Time::ns(30 * k)) << "up/down " << k << " -> 0";
   }
   Route r;
   tv.route(3, 5, 0, r);  // edges 3 and 4: 40 + 50 ns
