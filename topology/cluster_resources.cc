@@ -33,7 +33,6 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   const auto& links = topo_.links();
   fluid.reserve_constraints(links.size() + 2 * static_cast<size_t>(topo_.num_gpus()));
   first_constraint_ = static_cast<uint32_t>(fluid.num_constraints());
-  num_links_ = static_cast<uint32_t>(links.size());
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& l = links[i];
     auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_));
@@ -137,12 +136,12 @@ void ClusterResources::fail_gpu(uint32_t gpu) {
 
 
 void ClusterResources::fail_link(uint32_t link) {
-  SIM_ASSERT(link < num_links_, "fail_link on an unknown link");
+  SIM_ASSERT(link < topo_.links().size(), "fail_link on an unknown link");
   sim_.fluid().set_up(this->link(link), false, sim::DownPolicy::kStall);
 }
 
 void ClusterResources::set_link_speed(uint32_t link, double speed) {
-  SIM_ASSERT(link < num_links_ && speed > 0, "set_link_speed: unknown link or speed <= 0");
+  SIM_ASSERT(link < topo_.links().size() && speed > 0, "set_link_speed: unknown link or speed <= 0");
   const Link& l = topo_.links()[link];
   sim_.fluid().set_capacity(this->link(link), l.bandwidth_Bps * efficiency_of(l.kind, opt_) * speed);
 }

@@ -101,7 +101,6 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;
-  uint32_t num_links_ = 0;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
   // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
   static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;

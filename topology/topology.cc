@@ -46,14 +46,14 @@ uint32_t Topology::add_vertex(std::string name) {
 
 bool Topology::extends_last_run(uint32_t l, sim::Time latency) {
   if (latency_runs_.empty()) return false;
+  // The last run reaches the link before l.
   LatencyRun& run = latency_runs_.back();
-  if (last_run_links_ == 1) {  // the run's second link sets its odd positions' latency
+  const uint32_t offset = l - run.first;
+  if (offset == 1) {  // the run's second link sets its odd positions' latency
     run.odd = latency;
-  } else if (((l - run.first) % 2 == 0 ? run.even : run.odd) != latency) {
-    return false;
+    return true;
   }
-  ++last_run_links_;
-  return true;
+  return (offset % 2 == 0 ? run.even : run.odd) == latency;
 }
 
 uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, sim::Time latency, LinkKind kind,
@@ -65,7 +65,6 @@ uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, si
   } else if (!extends_last_run(l, latency)) {
     if (latency_runs_.size() < kMaxLatencyRuns) {
       latency_runs_.push_back(LatencyRun{l, latency, latency});
-      last_run_links_ = 1;
     } else {
       // Latencies vary link by link: route() reads one per link from now on.
       latency_by_run_ = false;
@@ -74,7 +73,7 @@ uint32_t Topology::add_link(uint32_t src, uint32_t dst, double bandwidth_Bps, si
       for (const Link& k : links_) link_latency_.push_back(k.latency);
     }
   }
-  return static_cast<uint32_t>(links_.size() - 1);
+  return l;
 }
 
 // ---------------------------------------------------------------- routing

@@ -248,7 +248,6 @@ class Topology {
   bool extends_last_run(uint32_t l, sim::Time latency);
   sim::BigVector<sim::Time> link_latency_;  // filled only when the runs are too many
   std::vector<LatencyRun> latency_runs_;
-  uint32_t last_run_links_ = 0;  // links in the last run so far
   bool latency_by_run_ = true;
 
   // Cluster: scale-up. GPU g: up link su_link_base_ + 2g, down link su_link_base_ + 2g + 1;
