@@ -192,11 +192,11 @@ class ProgramExecutor : public sim::ActivityOwner,
     sim::Time free_since;  // stream 0 idle since
     sim::Time end;
     sim::Time last_recv_send_start;  // when the sender started the most recently received message
-    sim::Time dead_at;
     uint32_t ops_left = 0;
-    // Copies of stream_base_[rank], template_of_rank[rank] and traced_[rank] for the event path
+    // Copies of where_[rank], template_of_rank[rank] and traced_[rank] for the event path
     // (complete, pump, issue), which then reads one record per rank instead of four arrays.
     uint32_t stream_base = 0;
+    uint32_t slot = 0;  // the rank's place in state order: its category times and call counters
     uint32_t tmpl = 0;
     bool dead = false;
     bool traced = false;
@@ -305,20 +305,28 @@ class ProgramExecutor : public sim::ActivityOwner,
     int64_t now = 0, peak = 0;
   };
   std::vector<Memory> memory_;  // per rank, when some template has memory ops
-  std::vector<uint32_t> stream_base_;  // per rank, into streams_
+  // Per rank, where its hot state lies (for prefetch_rank, without reading its RankState):
+  // streams_ [stream_base, + streams), and its slot in state order (cat_s_, seq_), see the
+  // constructor.
+  struct Where {
+    uint32_t stream_base = 0, slot = 0;
+    uint16_t streams = 0;
+  };
+  std::vector<Where> where_;
+  std::vector<sim::Time> dead_at_;  // per rank: when it died
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
   sim::BigVector<sim::Time> arrival_;  // per receive slot: its sender's send start; infinite until arrived
   std::vector<uint32_t> free_base_;    // per rank, into free_done_
   sim::BigVector<uint8_t> free_done_;
   std::vector<std::vector<OpTimes>> op_times_;  // per rank, with record_op_times
   uint16_t ncat_ = 0;
-  sim::BigVector<double> cat_s_;  // per rank x category
+  sim::BigVector<double> cat_s_;  // per slot (state order) x category
   // Communicators: groups (instances) and sequence counters.
   std::vector<uint32_t> inst_base_;  // per comm, into gather_
   sim::BigVector<Gather> gather_;
   std::vector<uint32_t> gen_index_;  // per comm: index among generated comms, or ~0
   uint32_t num_generated_ = 0;
-  sim::BigVector<uint32_t> seq_;  // generated: rank x num_generated_; then per explicit comm, per member
+  sim::BigVector<uint32_t> seq_;  // generated: slot x num_generated_; then per explicit comm, per member
   std::vector<uint64_t> explicit_seq_base_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> member_pos_;  // explicit: sorted (rank, position)
   struct Parked {
