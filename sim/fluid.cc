@@ -100,12 +100,25 @@ void FluidModel::mark_dirty(uint32_t c) {
   }
 }
 
+uint32_t FluidModel::reserve_slots(uint32_t n) {
+  SIM_ASSERT(activities_.size() + n < kAnySlot, "too many activity slots");
+  const auto first = static_cast<uint32_t>(activities_.size());
+  activities_.resize(activities_.size() + n);
+  owners_.resize(owners_.size() + n);
+  for (uint32_t a = first; a < first + n; ++a) activities_[a].reserved = true;
+  return first;
+}
+
 ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate_bound, ActivityOwner* owner,
-                             uint64_t tag) {
+                             uint64_t tag, uint32_t slot) {
   SIM_ASSERT(work >= 0.0 && std::isfinite(work), "activity work must be finite and >= 0");
   SIM_ASSERT(rate_bound > 0.0, "activity rate bound must be > 0");
   uint32_t a;
-  if (!free_activities_.empty()) {
+  if (slot != kAnySlot) {
+    SIM_ASSERT(slot < activities_.size() && activities_[slot].reserved && !activities_[slot].live,
+               "start in a slot that is not reserved or is running");
+    a = slot;
+  } else if (!free_activities_.empty()) {
     a = free_activities_.back();
     free_activities_.pop_back();
     // The next start takes the slot below; it may have been freed long ago (a collective's
@@ -200,7 +213,7 @@ void FluidModel::detach(uint32_t a) {
   r.num_uses = 0;
   r.live = false;
   --num_live_;
-  free_activities_.push_back(a);
+  if (!r.reserved) free_activities_.push_back(a);
 }
 
 void FluidModel::remove(uint32_t a) {

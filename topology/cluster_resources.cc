@@ -83,11 +83,11 @@ sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, doubl
 }
 
 sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
-                                                     sim::ActivityOwner* owner, uint64_t tag) {
+                                                     sim::ActivityOwner* owner, uint64_t tag, uint32_t slot) {
   SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
-  if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
+  if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag, slot);
   sim::Use uses[2] = {{sm_pool(gpu), sm_load}, {hbm(gpu), hbm_load}};
-  return sim_.fluid().start(seconds, uses, 1.0, owner, tag);
+  return sim_.fluid().start(seconds, uses, 1.0, owner, tag, slot);
 }
 
 void ClusterResources::enable_link_counters(std::span<const uint32_t> gpus) {

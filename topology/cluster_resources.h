@@ -63,8 +63,10 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
                                sim::ActivityOwner* owner, uint64_t tag);
   // Starts a kernel already reduced to its time alone on an idle GPU and its loads on the SM pool
   // and HBM (fractions in [0, 1]; the larger is normally 1: the roofline's binding side).
+  // `slot`: the activity slot to run in (sim::FluidModel::reserve_slots), or any free one.
   sim::ActivityId start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
-                                     sim::ActivityOwner* owner, uint64_t tag);
+                                     sim::ActivityOwner* owner, uint64_t tag,
+                                     uint32_t slot = sim::FluidModel::kAnySlot);
   // Roofline time of a kernel alone on an idle GPU.
   static double roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps);
 

@@ -42,6 +42,35 @@ TEST(FluidModel, SingleFlowTakesWorkOverCapacity) {
   EXPECT_EQ(rec.done[0], Time::sec(10));  // 1000 B / 100 B/s
 }
 
+// A reserved slot runs the activities started in it, one after another, and shares like any
+// other; free-list starts never take it, even after it finished.
+TEST(FluidModel, ReservedSlotsRunWhatIsStartedInThemAndStayOffTheFreeList) {
+  Simulation s(1);
+  Recorder rec(s);
+  auto link = s.fluid().add_constraint(100.0);
+  Use u{link, 1.0};
+  const uint32_t first = s.fluid().reserve_slots(2);
+  ActivityId a = s.fluid().start(1000.0, {&u, 1}, kUnbounded, &rec, 0, first + 1);
+  EXPECT_EQ(a.value, first + 1);
+  ActivityId b = s.fluid().start(500.0, {&u, 1}, kUnbounded, &rec, 1);  // a free-list start
+  EXPECT_NE(b.value, first);
+  EXPECT_NE(b.value, first + 1);
+  s.run();
+  // As TwoFlowsShareThenTheSurvivorSpeedsUp: 50 B/s each until flow 1 ends at 10 s, then flow 0's
+  // last 500 B at 100 B/s: 15 s.
+  EXPECT_EQ(rec.done[1], Time::sec(10));
+  EXPECT_EQ(rec.done[0], Time::sec(15));
+  // Both slots are free now; the next free-list start takes neither reserved slot, and the
+  // reserved one runs again: 200 B alone at 100 B/s, 2 s after 15 s.
+  ActivityId c = s.fluid().start(100.0, {&u, 1}, kUnbounded, &rec, 2);
+  EXPECT_EQ(c.value, b.value);
+  EXPECT_EQ(s.fluid().start(200.0, {&u, 1}, kUnbounded, &rec, 3, first + 1).value, first + 1);
+  s.run();
+  // Sharing again: 50 B/s each, flow 2 ends after 2 s (17 s), flow 3 has 100 B left at 100 B/s: 18 s.
+  EXPECT_EQ(rec.done[2], Time::sec(17));
+  EXPECT_EQ(rec.done[3], Time::sec(18));
+}
+
 TEST(FluidModel, TwoFlowsShareThenTheSurvivorSpeedsUp) {
   Simulation s(1);
   Recorder rec(s);

@@ -129,6 +129,27 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   recv_base_[sn] = static_cast<uint32_t>(recvs);
   free_base_[sn] = static_cast<uint32_t>(frees);
   streams_.resize(streams);
+  {
+    // An activity slot of its own for every stream with kernel ops, in state order.
+    std::vector<std::vector<uint8_t>> runs_kernels(job_.templates.size());
+    for (size_t t = 0; t < job_.templates.size(); ++t) {
+      const Program& p = job_.templates[t];
+      runs_kernels[t].assign(p.num_streams(), 0);
+      for (const Op& op : p.ops())
+        if ((op.kind == OpKind::kKernel || op.kind == OpKind::kTimed) && op.stream != kNoStream)
+          runs_kernels[t][op.stream] = 1;
+    }
+    uint32_t kernel_streams = 0;
+    for (uint32_t r = 0; r < sn; ++r)
+      for (uint8_t k : runs_kernels[ranks_[r].tmpl]) kernel_streams += k;
+    uint32_t next = sim_.fluid().reserve_slots(kernel_streams);
+    for (uint32_t slot = 0; slot < sn; ++slot) {
+      const uint32_t r = order[slot];
+      const std::vector<uint8_t>& k = runs_kernels[ranks_[r].tmpl];
+      for (uint16_t s = 0; s < k.size(); ++s)
+        if (k[s]) streams_[ranks_[r].stream_base + s].kernel_slot = next++;
+    }
+  }
   if (has_memory_ops) memory_.resize(sn);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
@@ -564,7 +585,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      st.running = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s));
+      st.running = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s), st.kernel_slot);
       break;
     }
     case OpKind::kDelay: {

@@ -182,6 +182,10 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t busy : 1 = 0;  // the head op has been issued
     sim::Time started;
     sim::Time last_done;
+    // The fluid activity slot its kernels run in (streams with kernel ops; sim::FluidModel::
+    // reserve_slots), in state order like the streams: the next kernel's record is then the next
+    // line of the walk, not a random free slot.
+    uint32_t kernel_slot = sim::FluidModel::kAnySlot;
     // The kernel while it runs: valid while the head op is a kernel that has been issued and not
     // completed. Here, not in an array of its own, so that issuing a kernel writes the line
     // prefetch_rank asked for (at 131k GPUs a separate array was one more miss per kernel).
