@@ -57,11 +57,36 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
 
 ClusterResources::~ClusterResources() { sim_.fluid().remove_namer(this); }
 
+bool ClusterResources::order_gpus(std::span<const uint32_t> order) {
+  const uint32_t n = topo_.num_gpus();
+  SIM_ASSERT(order.size() == n, "order_gpus: the order must list every GPU once");
+  std::vector<uint32_t> place(n, UINT32_MAX);
+  for (uint32_t i = 0; i < n; ++i) {
+    SIM_ASSERT(order[i] < n && place[order[i]] == UINT32_MAX, "order_gpus: the order must list every GPU once");
+    place[order[i]] = i;
+  }
+  // Untouched: every GPU's SM pool and HBM at capacity 1 with no user, so places can be swapped.
+  if (sim_.fluid().num_active() > 0 || failed_gpus_ > 0 || !gpu_speed_.empty()) return false;
+  for (uint32_t c : comm_active_)
+    if (c != 0) return false;
+  bool identity = true;
+  for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
+  if (identity) {
+    place_of_.clear();
+    gpu_at_.clear();
+  } else {
+    place_of_ = std::move(place);
+    gpu_at_.assign(order.begin(), order.end());
+  }
+  return true;
+}
+
 std::string ClusterResources::constraint_name(sim::ConstraintId c) const {
   const uint32_t i = c.value - first_constraint_;
   const auto& links = topo_.links();
   if (i < links.size()) return topo_.vertex_name(links[i].src) + "->" + topo_.vertex_name(links[i].dst);
-  const uint32_t g = static_cast<uint32_t>((i - links.size()) / 2);
+  const auto at = static_cast<uint32_t>((i - links.size()) / 2);
+  const uint32_t g = gpu_at_.empty() ? at : gpu_at_[at];
   return "gpu" + std::to_string(g) + ((i - links.size()) % 2 == 0 ? " SMs" : " HBM");
 }
 
@@ -157,8 +182,9 @@ void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
 void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
   const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
   double sm_cap = speed, hbm_cap = speed;
-  if (comm_active_[gpu] > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
-    if ((comm_active_[gpu] & kSmKernelMask) != 0) sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
+  const uint32_t active = comm_active_[place(gpu)];
+  if (active > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
+    if ((active & kSmKernelMask) != 0) sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
     hbm_cap *= 1.0 - opt_.comm_hbm_fraction;
   }
   sim_.fluid().set_capacity(sm_pool(gpu), sm_cap);
@@ -172,18 +198,20 @@ uint32_t comm_state(uint32_t count) { return (count != 0 ? 1u : 0u) | ((count & 
 }  // namespace
 
 void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
-  const uint32_t before = comm_active_[gpu];
-  comm_active_[gpu] += holds_sms ? 1u : kCopyEngineUnit;
-  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(comm_active_[gpu]))
+  uint32_t& active = comm_active_[place(gpu)];
+  const uint32_t before = active;
+  active += holds_sms ? 1u : kCopyEngineUnit;
+  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(active))
     apply_gpu_capacity(gpu);
 }
 
 void ClusterResources::comm_end(uint32_t gpu, bool holds_sms) {
   const uint32_t unit = holds_sms ? 1u : kCopyEngineUnit;
-  SIM_ASSERT((comm_active_[gpu] & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
-  const uint32_t before = comm_active_[gpu];
-  comm_active_[gpu] -= unit;
-  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(comm_active_[gpu]))
+  uint32_t& active = comm_active_[place(gpu)];
+  SIM_ASSERT((active & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
+  const uint32_t before = active;
+  active -= unit;
+  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(active))
     apply_gpu_capacity(gpu);
 }
 

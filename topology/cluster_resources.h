@@ -39,20 +39,29 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const HardwareProfile& profile() const { return opt_; }
   sim::Simulation& simulation() { return sim_; }
 
-  // Link i is constraint first_constraint_ + i, a GPU's SM pool and HBM are constraints
-  // gpu_base_ + 2 gpu and + 1 (computed, not looked up: a table would be one more cache miss per
-  // kernel and per link of a transfer's route at 16k GPUs and more).
+  // Link i is constraint first_constraint_ + i (computed, not looked up: a table would be one more
+  // cache miss per link of a transfer's route at 16k GPUs and more). A GPU's SM pool and HBM are
+  // constraints gpu_base_ + 2 p and + 1, p its place in the GPU order (order_gpus; the GPU's
+  // index until then).
   sim::ConstraintId link(uint32_t link_index) const { return sim::ConstraintId(first_constraint_ + link_index); }
-  sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu); }
-  sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * gpu + 1); }
+  sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu)); }
+  sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu) + 1); }
+  // Lays the GPUs' records (SM pool, HBM, communication count) out in `order`, a permutation of
+  // the GPUs: GPU order[i]'s come i-th. A workload whose events visit GPUs in a known order (the
+  // executor: one pipeline stage of every data-parallel replica at a time) passes it, so that its
+  // walk over these records is sequential in memory, which the hardware prefetcher follows.
+  // Changes no result. Only while the GPUs are untouched (no activity running, no communication,
+  // straggler or failure set): returns false and changes nothing otherwise.
+  bool order_gpus(std::span<const uint32_t> order);
   // A hint: what comm_begin/comm_end and a kernel start on `gpu` touch (its communication count,
   // its SM pool and HBM records). A collective's members are far apart at 16k GPUs and more, so
   // asking for all of them before touching any overlaps their cache misses.
   void prefetch_gpu(uint32_t gpu) const {
     if (gpu >= comm_active_.size()) return;
-    __builtin_prefetch(&comm_active_[gpu], 1);
-    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * gpu);
-    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * gpu + 1);
+    const uint32_t p = place(gpu);
+    __builtin_prefetch(&comm_active_[p], 1);
+    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * p);
+    sim_.fluid().prefetch_constraint(gpu_base_ + 2 * p + 1);
   }
 
   // A link's nominal capacity: its bandwidth times its kind's efficiency (bytes/s).
@@ -104,9 +113,12 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   GpuSpec gpu_;
   HardwareProfile opt_;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
+  // The GPU order (order_gpus): each GPU's place, and the GPU at each place; empty: identity.
+  std::vector<uint32_t> place_of_, gpu_at_;
+  uint32_t place(uint32_t gpu) const { return place_of_.empty() ? gpu : place_of_[gpu]; }
   // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
   static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;
-  std::vector<uint32_t> comm_active_;
+  std::vector<uint32_t> comm_active_;  // per place
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called
   uint32_t failed_gpus_ = 0;         // how many have
   std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)

@@ -59,5 +59,43 @@ TEST(ClusterResourcesComm, NestedKindsRestoreTheCapacityTheyTook) {
   res.comm_end(0, false);
 }
 
+// The GPU order moves where a GPU's records lie, not what they do: after reversing the order of a
+// 4-GPU node, communication on GPU 1 slows GPU 1's kernel (1 ms x 132 / 116 = 1,137,932 ns, as
+// CopyEnginesTakeHbmButNoSms works out) and no other GPU's, the names follow the GPUs, and once
+// something runs the order can no longer change.
+TEST(ClusterResourcesOrder, ReorderedGpusKeepTheirOwnCapacitiesAndNames) {
+  auto t = build_scale_up(4, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
+  sim::Simulation s(1);
+  HardwareProfile o;
+  o.comm_sms = 16;
+  o.comm_hbm_fraction = 0.05;
+  ClusterResources res(s, t, find_gpu("h100-sxm"), o);
+  const sim::ConstraintId sm1_before = res.sm_pool(1);
+  const std::vector<uint32_t> order = {3, 2, 1, 0};
+  EXPECT_TRUE(res.order_gpus(order));
+  EXPECT_NE(res.sm_pool(0), res.sm_pool(3));
+  EXPECT_EQ(res.sm_pool(3).value + 6, res.sm_pool(0).value);  // GPU 3 first, GPU 0 three places on
+  EXPECT_EQ(res.hbm(3).value, res.sm_pool(3).value + 1);
+  EXPECT_EQ(s.fluid().name(res.sm_pool(1)), "gpu1 SMs");
+  EXPECT_EQ(s.fluid().name(res.hbm(0)), "gpu0 HBM");
+  EXPECT_EQ(s.fluid().name(sm1_before), "gpu2 SMs");  // GPU 1's old record is GPU 2's now
+
+  struct Ends : sim::ActivityOwner {
+    sim::Simulation* s = nullptr;
+    sim::Time end[4];
+    void on_activity_done(sim::ActivityId, uint64_t tag) override { end[tag] = s->now(); }
+  } ends;
+  ends.s = &s;
+  res.comm_begin(1);
+  for (uint32_t g = 0; g < 4; ++g) res.start_kernel(g, 1e12, 1e15, 0, 1.0, &ends, g);
+  EXPECT_FALSE(res.order_gpus(std::vector<uint32_t>{0, 1, 2, 3}));  // kernels are running
+  s.run();
+  res.comm_end(1);
+  EXPECT_EQ(ends.end[0], sim::Time::ms(1));
+  EXPECT_EQ(ends.end[1], sim::Time::ns(1137932));
+  EXPECT_EQ(ends.end[2], sim::Time::ms(1));
+  EXPECT_EQ(ends.end[3], sim::Time::ms(1));
+}
+
 }  // namespace
 }  // namespace topo

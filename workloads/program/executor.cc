@@ -104,6 +104,20 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return job_.layout.coord(a, Dim::kPp) < job_.layout.coord(b, Dim::kPp);
     });
+  {
+    // The GPUs' records (SM pool, HBM) in the same order, those of no rank with state last.
+    const uint32_t gpus = res_.topology().num_gpus();
+    std::vector<uint8_t> seen(gpus, 0);
+    std::vector<uint32_t> gpu_order;
+    gpu_order.reserve(gpus);
+    for (uint32_t r : order) {
+      const uint32_t g = job_.gpu_of(r);
+      if (!seen[g]) seen[g] = 1, gpu_order.push_back(g);
+    }
+    for (uint32_t g = 0; g < gpus; ++g)
+      if (!seen[g]) gpu_order.push_back(g);
+    res_.order_gpus(gpu_order);  // false (not reordered) when the GPUs already ran something
+  }
   for (uint32_t slot = 0; slot < sn; ++slot) {
     const uint32_t r = order[slot];
     const uint16_t ns = program_of(r).num_streams();
