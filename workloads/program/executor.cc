@@ -864,6 +864,7 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
 void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   StreamState& st = ss(rank, s);
   const Program& p = state_program(rank);
+  prefetch_slots_after(ranks_[rank], p.num_streams());
   const uint32_t idx = p.stream_ops(s)[st.next];
   const Op& op = p.op(idx);
   sim::Time now = sim_.now();
@@ -912,6 +913,17 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
     return;
   }
   pump(rank);
+}
+
+// The streams and category times of the rank kSlotsAhead places after `rs` in state order, taking
+// its stream count as rs's (a hint: a wrong guess fetches lines for nothing). A timestamp's
+// completions walk the state order (at 16,384 GPUs 92% of completions are of the next slot), and
+// the hardware prefetcher alone left these lines a miss at 65,536 GPUs and more.
+void ProgramExecutor::prefetch_slots_after(const RankState& rs, uint16_t streams) const {
+  const size_t sb = rs.stream_base + static_cast<size_t>(kSlotsAhead) * streams;
+  if (sb + streams <= streams_.size()) sim::prefetch_range(streams_.data() + sb, streams_.data() + sb + streams, true);
+  const size_t cb = (static_cast<size_t>(rs.slot) + kSlotsAhead) * ncat_;
+  if (cb + ncat_ <= cat_s_.size()) sim::prefetch_range(cat_s_.data() + cb, cat_s_.data() + cb + ncat_, true);
 }
 
 // A kernel of this rank finishes soon: complete() and pump() will read its streams, its state

@@ -251,6 +251,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   sim::Time rank_start(uint32_t rank) const {
     return step_start_ + (job_.start_offset.empty() ? sim::Time::zero() : job_.start_offset[rank]);
   }
+  static constexpr uint32_t kSlotsAhead = 6;
+  void prefetch_slots_after(const RankState& rs, uint16_t streams) const;
   void pump(uint32_t rank);
   void issue(uint32_t rank, const Program& p, uint32_t op_index);
   void complete(uint32_t rank, uint16_t s);
