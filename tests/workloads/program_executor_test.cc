@@ -525,6 +525,69 @@ TEST(ProgramExecutor, KernelOpsAreCostedWhenIssuedFromTheHardwareProfile) {
 namespace wl {
 namespace {
 
+// The executor lays out per-rank state (streams, breakdown, call counters, kernel slots, the GPUs'
+// records) grouped by pipeline stage, not by rank: none of it may end up on another rank. Four
+// ranks on PP 2 x DP 2 (rank = pp + 2 dp: state order 0, 2, 1, 3). Rank r computes (r + 1) ms on
+// stream 0; its DP group ({0, 2}, {1, 3}: a generated communicator) all-reduces 2 MB on stream 1
+// (ring on 2 ranks: 2 steps of 1 us + 1 MB / 1 GB/s = 2.002 ms once the later member arrives);
+// then each rank computes 1 ms more. Group {0, 2}: all-reduce 3 to 5.002 ms, last compute to
+// 6.002 ms; group {1, 3}: 4 to 6.002 ms, then to 7.002 ms, the step's end. Stream 0's gap before
+// the last compute waited for the all-reduce (category "comm"); after a rank's end, idle.
+TEST(ProgramExecutor, StateGroupedByStageKeepsEachRanksBreakdown) {
+  JobProgram jp;
+  Program p;
+  p.add_stream("compute");
+  p.add_stream("dp");
+  jp.categories = {"compute", "idle", "comm"};
+  for (uint32_t r = 0; r < 4; ++r) {
+    Program q = p;
+    const uint32_t c = q.add(timed((r + 1) * 1e-3));
+    Op ar = collective(0, CollectiveOp::kAllReduce, 2e6, 1);
+    ar.category = 2;
+    const uint32_t a = q.add(ar, {c});
+    q.add(timed(1e-3), {a});
+    q.finalize();
+    jp.templates.push_back(std::move(q));
+    jp.template_of_rank.push_back(r);
+  }
+  jp.layout = Layout({1, 1, 2, 2, 1}, Layout::default_order());
+  Communicator dp;
+  dp.name = "dp";
+  dp.generated = true;
+  dp.axis = Dim::kDp;
+  dp.algorithm = Algorithm::kRing;
+  jp.add_comm(dp);
+
+  sim::Simulation sim(1);
+  auto topo = ideal_switch(4);
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::us(1);
+  CollectiveRuntime runtime(res, ro);
+  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, ExecutorOptions{});
+  sim.add_pending_work(&exec);
+  exec.start();
+  sim.run();
+  ASSERT_TRUE(exec.finished()) << exec.error();
+  EXPECT_EQ(exec.step_end().count_ns(), 7'002'000);
+  struct Expected {
+    int64_t compute, comm, idle, end;
+  };
+  const Expected want[4] = {
+      {2'000'000, 4'002'000, 1'000'000, 6'002'000},  // gap 1 -> 5.002 ms
+      {3'000'000, 4'002'000, 0, 7'002'000},          // gap 2 -> 6.002 ms
+      {4'000'000, 2'002'000, 1'000'000, 6'002'000},  // gap 3 -> 5.002 ms
+      {5'000'000, 2'002'000, 0, 7'002'000},          // gap 4 -> 6.002 ms
+  };
+  for (uint32_t r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(std::llround(exec.category_seconds(r, 0) * 1e9), want[r].compute);
+    EXPECT_EQ(std::llround(exec.category_seconds(r, 2) * 1e9), want[r].comm);
+    EXPECT_EQ(std::llround(exec.category_seconds(r, 1) * 1e9), want[r].idle);
+    EXPECT_EQ(exec.rank_end(r).count_ns(), want[r].end);
+  }
+}
+
 TEST(ProgramExecutor, EveryMemberThatRanAheadJoinsTheNextCollective) {
   // Three members, two collectives X then Y of 3 MB on one communicator, X on stream 0 and Y on
   // stream 1 (Y after X on the late rank 2, which first computes 1 ms). Ranks 0 and 1 issue both
