@@ -266,7 +266,7 @@ void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
   run.moving = true;
-  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, run.max_rate, this, t);
+  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, run.max_rate, this, flow_tag(t, run.instance));
 }
 
 // Stage by stage down the chain on_event follows: the transfer's record, then its list of uses
@@ -283,8 +283,11 @@ void CollectiveRuntime::prefetch(uint32_t t, int stage) const {
 }
 
 void CollectiveRuntime::prefetch_done(uint64_t tag) const {
-  if (tag >= transfers_.size()) return;
-  __builtin_prefetch(&transfers_[tag]);
+  const auto t = static_cast<uint32_t>(tag);
+  const auto inst = static_cast<uint32_t>(tag >> 32);
+  if (t >= transfers_.size() || inst >= instances_.size()) return;
+  __builtin_prefetch(&transfers_[t]);
+  __builtin_prefetch(&instances_[inst], 1);
 }
 
 void CollectiveRuntime::free_transfer(uint32_t t) {

@@ -98,12 +98,15 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   size_t cancel(const CollectiveListener* listener);
 
   void on_event(uint32_t transfer) override;                       // latency elapsed
-  void on_activity_done(sim::ActivityId, uint64_t transfer) override;  // bytes moved
+  // A flow's tag is flow_tag(transfer, instance).
+  void on_activity_done(sim::ActivityId, uint64_t tag) override;  // bytes moved
   // Hints from the run loop (see sim::EventHandler::prefetch): a transfer whose latency ends soon
   // is about to start its flow from its list of uses (its links' records were asked for when its
-  // route was built); one whose bytes are about to arrive reads its record.
+  // route was built); one whose bytes are about to arrive reads its record and its collective's
+  // (the tag names both, so neither waits for the other).
   void prefetch(uint32_t transfer, int stage) const override;
-  void prefetch_done(uint64_t transfer) const override;
+  void prefetch_done(uint64_t tag) const override;
+  static uint64_t flow_tag(uint32_t transfer, uint32_t instance) { return (uint64_t{instance} << 32) | transfer; }
   // A transfer through a constraint that failed never completes: its collective hangs (as NCCL's
   // does) and its listener is never told; the workload reports it as pending.
   void on_activity_failed(sim::ActivityId, uint64_t) override { ++failed_transfers_; }
