@@ -61,6 +61,37 @@ double step_latency(const topo::Topology& t, const RuntimeOptions& ro) {
   return (ro.step_overhead + r.latency).seconds();
 }
 
+// A withdrawn collective gives back what it took, as it took it: copy-engine copies (AsyncTP's,
+// holds_sms false) held HBM but no SMs. Withdrawn at 1 us, long before its 1 GiB all-gather
+// ends, the GPU runs a memory-bound kernel of 3.35e9 bytes in 1 ms again (3.35 TB/s, all of HBM;
+// before the withdrawal 1 ms / 0.95 for the HBM share, as ClusterResourcesComm works out).
+TEST(CollectiveSim, AWithdrawnCopyEngineCollectiveReleasesWhatItHeld) {
+  auto t = ideal_switch(2, 100e9);
+  sim::Simulation sim(1);
+  topo::HardwareProfile o = ideal_options();
+  o.comm_sms = 16;
+  o.comm_hbm_fraction = 0.05;
+  topo::ClusterResources res(sim, t, topo::find_gpu("h100-sxm"), o);
+  CollectiveRuntime rt(res, RuntimeOptions{});
+  CollectiveRequest req;
+  req.op = CollectiveOp::kAllGather;
+  req.bytes = kGiB;
+  req.group = iota(2);
+  req.algorithm = Algorithm::kRing;
+  CollectivePlan plan = lower_collective(req, ClusterShape{});
+  Done done;
+  rt.start(plan, req.group, &done, 0, false, nullptr, /*holds_sms=*/false);
+  sim.run(sim::Time::us(1));
+  EXPECT_EQ(rt.cancel(&done), 1u);
+  EXPECT_EQ(rt.in_flight(), 0u);
+  const sim::Time at = sim.now();
+  res.start_kernel(0, 0, 1e15, 3.35e9, 1.0, nullptr, 0);
+  auto r = sim.run();
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(sim.now() - at, sim::Time::ms(1));
+  EXPECT_EQ(done.count, 0);
+}
+
 TEST(CollectiveSim, RingAllReduceMatchesClosedForm) {
   // 2(n-1)(a + S/(nB)) [Patarasuk & Yuan 2009 ring all-reduce; NCCL ring], within 0.5% for S >= 1 MiB.
   const double B = 50e9;

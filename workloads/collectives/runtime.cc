@@ -333,7 +333,7 @@ size_t CollectiveRuntime::cancel(const CollectiveListener* listener) {
     if (!withdrawn[i]) continue;
     Instance& in = instances_[i];
     for (uint32_t g : in.members())
-      if (!in.copies || in.copies->simulated(g)) res_.comm_end(g);
+      if (!in.copies || in.copies->simulated(g)) res_.comm_end(g, in.holds_sms);
     in.num_members = 0;
     in.listener = nullptr;
     free_instances_.push_back(i);
