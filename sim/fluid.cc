@@ -507,7 +507,9 @@ void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {
   for (size_t a = 0; a < activities_.size() && lines < max_lines; ++a) {
     const ActivityRec& r = activities_[a];
     if (!r.live || r.rate > 0.0) continue;
-    out += "  activity " + std::to_string(a) + " (tag " + std::to_string(owners_[a].tag) + ") cannot progress:";
+    const OwnerRec& o = owners_[a];
+    out += "  " + (o.owner ? o.owner->describe_activity(o.tag) : "activity tagged " + std::to_string(o.tag)) +
+           " cannot progress:";
     for (const UseRec& u : uses(r)) {
       const Settings& s = settings_[u.constraint];
       if (!s.up || constraints_[u.constraint].effective <= 0.0)

@@ -66,6 +66,9 @@ class ActivityOwner {
   // A hint that the activity tagged `tag` will finish soon: an owner may prefetch the state its
   // on_activity_done will touch. Must not change anything.
   virtual void prefetch_done(uint64_t tag) const { (void)tag; }
+  // What the activity tagged `tag` is, for deadlock reports ("a kernel of rank 3 on stream
+  // 'compute'"); the default names the tag.
+  virtual std::string describe_activity(uint64_t tag) const { return "activity tagged " + std::to_string(tag); }
 };
 
 // What a constraint taken down does to the activities using it (see the header comment).

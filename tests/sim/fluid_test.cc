@@ -201,7 +201,7 @@ TEST(FluidModel, DownForeverIsReportedAsDeadlock) {
   auto r = s.run();
   EXPECT_TRUE(r.deadlocked);
   EXPECT_NE(r.deadlock_report.find("nic 3 up"), std::string::npos) << r.deadlock_report;
-  EXPECT_NE(r.deadlock_report.find("tag 42"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("activity tagged 42 cannot progress"), std::string::npos) << r.deadlock_report;
   EXPECT_NE(r.deadlock_report.find("down"), std::string::npos) << r.deadlock_report;
 }
 
@@ -515,7 +515,7 @@ TEST(FluidModelFailure, DownWithStallLeavesTheUsersStalledAndReportsADeadlock) {
   EXPECT_DOUBLE_EQ(s.fluid().remaining(t.b), 175.0);
   EXPECT_TRUE(r.deadlocked);
   EXPECT_EQ(r.end_time, Time::ms(1250));
-  EXPECT_NE(r.deadlock_report.find("tag 1"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("activity tagged 1 cannot progress"), std::string::npos) << r.deadlock_report;
   EXPECT_NE(r.deadlock_report.find("'side of b' is down"), std::string::npos) << r.deadlock_report;
 }
 

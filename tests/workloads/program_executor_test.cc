@@ -781,6 +781,46 @@ TEST(ProgramExecutorFailures, ASlowLinkStretchesTheTransfer) {
   EXPECT_NEAR(static_cast<double>(o.end_ns), 4'001'000.0, 2.0);
 }
 
+// With no watchdog a hung collective drains the run, and the deadlock report says what cannot
+// progress in the workload's terms: a transfer of the collective on GPUs 0 and 1 (whose NIC went
+// down at 0.5 ms, mid-transfer), not a raw activity tag; a kernel's tag names its rank and stream.
+TEST(ProgramExecutorFailures, TheDeadlockReportNamesTheStalledCollectivesGpus) {
+  std::vector<Program> ps(2);
+  for (auto& p : ps) {
+    p.add_stream("compute");
+    p.add(collective(0, CollectiveOp::kAllReduce, 2e6, 0));
+  }
+  JobProgram jp = one_template_per_rank(ps);
+  Communicator comm;
+  comm.name = "world";
+  comm.members = {0, 1};
+  comm.algorithm = Algorithm::kRing;
+  jp.add_comm(comm);
+  sim::Simulation sim(1);
+  auto topo = ideal_switch(2);
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::us(1);
+  CollectiveRuntime runtime(res, ro);
+  ExecutorOptions eo;
+  eo.watchdog = sim::Time::infinite();
+  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, eo);
+  sim.add_pending_work(&exec);
+  topo::FailureEvent e;
+  e.at = sim::Time::us(500);
+  e.action = topo::FailureEvent::Action::kKillLinks;
+  e.links = links_of_gpu(2, 1);
+  e.what = "the NIC of GPU 1";
+  FailureInjector inject(res, exec, {e});
+  exec.start();
+  auto r = sim.run();
+  ASSERT_TRUE(r.deadlocked);
+  EXPECT_NE(r.deadlock_report.find("a transfer of a collective on GPUs 0, 1 cannot progress: constraint"),
+            std::string::npos)
+      << r.deadlock_report;
+  EXPECT_EQ(exec.describe_activity((uint64_t{1} << 16) | 0), "a kernel of rank 1 on stream 'compute'");
+}
+
 TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
   // The same 1 MB message; GPU 1's NIC links go down at 0.5 ms, mid-transfer: the transfer stalls
   // (NCCL hangs, it does not fail). Both ranks issued their op at 0, so the watchdog (10 ms)

@@ -290,6 +290,16 @@ void CollectiveRuntime::prefetch_done(uint64_t tag) const {
   __builtin_prefetch(&instances_[inst], 1);
 }
 
+std::string CollectiveRuntime::describe_activity(uint64_t tag) const {
+  const auto inst = static_cast<uint32_t>(tag >> 32);
+  if (inst >= instances_.size() || instances_[inst].num_members == 0) return "a collective's transfer";
+  const std::span<const uint32_t> m = instances_[inst].members();
+  std::string out = "a transfer of a collective on GPUs ";
+  for (size_t i = 0; i < m.size() && i < 4; ++i) out += (i ? ", " : "") + std::to_string(m[i]);
+  if (m.size() > 4) out += ", ... (" + std::to_string(m.size()) + " GPUs)";
+  return out;
+}
+
 void CollectiveRuntime::free_transfer(uint32_t t) {
   const std::vector<sim::Use>& uses = transfers_[t].uses;
   free_transfers_.push_back(FreeTransfer{t, uses.capacity() > 0 ? uses.data() : nullptr});

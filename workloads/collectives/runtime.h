@@ -106,6 +106,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // (the tag names both, so neither waits for the other).
   void prefetch(uint32_t transfer, int stage) const override;
   void prefetch_done(uint64_t tag) const override;
+  std::string describe_activity(uint64_t tag) const override;
   static uint64_t flow_tag(uint32_t transfer, uint32_t instance) { return (uint64_t{instance} << 32) | transfer; }
   // A transfer through a constraint that failed never completes: its collective hangs (as NCCL's
   // does) and its listener is never told; the workload reports it as pending.

@@ -941,6 +941,13 @@ void ProgramExecutor::prefetch_rank(uint32_t rank) const {
   if (num_generated_ > 0) __builtin_prefetch(seq_.data() + static_cast<uint64_t>(w.slot) * num_generated_, 1);
 }
 
+std::string ProgramExecutor::describe_activity(uint64_t tag) const {
+  const auto rank = static_cast<uint32_t>(tag >> 16);
+  const auto s = static_cast<uint16_t>(tag & 0xFFFF);
+  if (rank >= state_ranks_ || s >= program_of(rank).num_streams()) return "a kernel (tag " + std::to_string(tag) + ")";
+  return "a kernel of rank " + std::to_string(rank) + " on stream '" + program_of(rank).stream_name(s) + "'";
+}
+
 void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
   complete(static_cast<uint32_t>(tag >> 16), static_cast<uint16_t>(tag & 0xFFFF));
 }

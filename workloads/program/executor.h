@@ -171,6 +171,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void on_event(uint32_t delay_slot) override;
   void on_collective_done(uint64_t tag) override;
   void prefetch_done(uint64_t tag) const override;
+  std::string describe_activity(uint64_t tag) const override;
   void prefetch_rank(uint32_t rank) const;  // a hint: the state complete() and pump() touch
   size_t pending_count() const override;
   void describe_pending(std::string& out, size_t max_lines) const override;
