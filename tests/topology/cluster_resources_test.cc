@@ -10,14 +10,20 @@
 namespace topo {
 namespace {
 
+// NCCL's kernels hold 16 SMs; any communication takes 5% of HBM.
+HardwareProfile comm_profile() {
+  HardwareProfile o;
+  o.comm_sms = 16;
+  o.comm_hbm_fraction = 0.05;
+  return o;
+}
+
 // One kernel alone on GPU 0 of a 2-GPU node while a communication of the given kind runs there
 // (holds_sms: NCCL's kernels; false: copy-engine copies); returns when it ends.
 sim::Time kernel_end(bool communicating, bool holds_sms, double flops, double bytes) {
   auto t = build_scale_up(2, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
   sim::Simulation s(1);
-  HardwareProfile o;
-  o.comm_sms = 16;
-  o.comm_hbm_fraction = 0.05;
+  const HardwareProfile o = comm_profile();
   const GpuSpec gpu = find_gpu("h100-sxm");  // 132 SMs, 3.35 TB/s
   ClusterResources res(s, t, gpu, o);
   if (communicating) res.comm_begin(0, holds_sms);
@@ -46,9 +52,7 @@ TEST(ClusterResourcesComm, NestedKindsRestoreTheCapacityTheyTook) {
   // copies still hold HBM; the compute-bound kernel started after that runs at full SM speed.
   auto t = build_scale_up(2, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
   sim::Simulation s(1);
-  HardwareProfile o;
-  o.comm_sms = 16;
-  o.comm_hbm_fraction = 0.05;
+  const HardwareProfile o = comm_profile();
   ClusterResources res(s, t, find_gpu("h100-sxm"), o);
   res.comm_begin(0, false);
   res.comm_begin(0, true);
@@ -66,9 +70,7 @@ TEST(ClusterResourcesComm, NestedKindsRestoreTheCapacityTheyTook) {
 TEST(ClusterResourcesOrder, ReorderedGpusKeepTheirOwnCapacitiesAndNames) {
   auto t = build_scale_up(4, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
   sim::Simulation s(1);
-  HardwareProfile o;
-  o.comm_sms = 16;
-  o.comm_hbm_fraction = 0.05;
+  const HardwareProfile o = comm_profile();
   ClusterResources res(s, t, find_gpu("h100-sxm"), o);
   const sim::ConstraintId sm1_before = res.sm_pool(1);
   const std::vector<uint32_t> order = {3, 2, 1, 0};

@@ -586,6 +586,8 @@ TEST(ProgramExecutor, StateGroupedByStageKeepsEachRanksBreakdown) {
     EXPECT_EQ(std::llround(exec.category_seconds(r, 1) * 1e9), want[r].idle);
     EXPECT_EQ(exec.rank_end(r).count_ns(), want[r].end);
   }
+  // A kernel's tag names its rank (not its slot) and stream, as deadlock reports print it.
+  EXPECT_EQ(exec.describe_activity((uint64_t{1} << 16) | 1), "a kernel of rank 1 on stream 'dp'");
 }
 
 TEST(ProgramExecutor, EveryMemberThatRanAheadJoinsTheNextCollective) {
@@ -629,6 +631,7 @@ struct Aborted {
   bool aborted = false, finished = false;
   int64_t failed_ns = -1, aborted_ns = -1, end_ns = 0, sim_end_ns = 0;
   std::string report;
+  std::string deadlock_report;  // the simulation's, when the run drained with work pending
   size_t in_flight_after = 0;
 };
 Aborted run_with_failures(const JobProgram& jp, uint32_t gpus, std::vector<topo::FailureEvent> events,
@@ -654,6 +657,7 @@ Aborted run_with_failures(const JobProgram& jp, uint32_t gpus, std::vector<topo:
   a.end_ns = exec.step_end().count_ns();
   a.sim_end_ns = r.end_time.count_ns();
   a.report = exec.abort_report();
+  a.deadlock_report = r.deadlock_report;
   a.in_flight_after = runtime.in_flight();
   return a;
 }
@@ -726,13 +730,12 @@ TEST(ProgramExecutorWatchdog, AnOpThatCompletesIsNotTimedOutAndTheNextHungOneIs)
   EXPECT_NE(o.report.find("from rank 1 (dead)"), std::string::npos) << o.report;
 }
 
-TEST(ProgramExecutorWatchdog, NoFailureNoWatchdogEvents) {
-  // Without a failure the watchdog is not armed: a healthy collective that takes longer than the
-  // timeout (a 1 GB all-reduce: 2 steps of 1 us + 0.5 s on 2 ranks = 1.000002 s > 10 ms) finishes.
+// Two ranks whose only op is a ring all-reduce of `bytes` on communicator "world" (stream 0).
+JobProgram two_ranks_all_reducing(double bytes) {
   std::vector<Program> ps(2);
   for (auto& p : ps) {
     p.add_stream("main");
-    p.add(collective(0, CollectiveOp::kAllReduce, 1e9, 0));
+    p.add(collective(0, CollectiveOp::kAllReduce, bytes, 0));
   }
   JobProgram jp = one_template_per_rank(ps);
   Communicator comm;
@@ -740,7 +743,13 @@ TEST(ProgramExecutorWatchdog, NoFailureNoWatchdogEvents) {
   comm.members = {0, 1};
   comm.algorithm = Algorithm::kRing;
   jp.add_comm(comm);
-  auto o = run_with_death(jp, 2, 1, sim::Time::sec(100), sim::Time::ms(10));
+  return jp;
+}
+
+TEST(ProgramExecutorWatchdog, NoFailureNoWatchdogEvents) {
+  // Without a failure the watchdog is not armed: a healthy collective that takes longer than the
+  // timeout (a 1 GB all-reduce: 2 steps of 1 us + 0.5 s on 2 ranks = 1.000002 s > 10 ms) finishes.
+  auto o = run_with_death(two_ranks_all_reducing(1e9), 2, 1, sim::Time::sec(100), sim::Time::ms(10));
   EXPECT_TRUE(o.finished);
   EXPECT_FALSE(o.aborted);
   EXPECT_NEAR(static_cast<double>(o.end_ns), 1'000'002'000.0, 4.0);
@@ -783,42 +792,19 @@ TEST(ProgramExecutorFailures, ASlowLinkStretchesTheTransfer) {
 
 // With no watchdog a hung collective drains the run, and the deadlock report says what cannot
 // progress in the workload's terms: a transfer of the collective on GPUs 0 and 1 (whose NIC went
-// down at 0.5 ms, mid-transfer), not a raw activity tag; a kernel's tag names its rank and stream.
+// down at 0.5 ms, mid-transfer), not a raw activity tag.
 TEST(ProgramExecutorFailures, TheDeadlockReportNamesTheStalledCollectivesGpus) {
-  std::vector<Program> ps(2);
-  for (auto& p : ps) {
-    p.add_stream("compute");
-    p.add(collective(0, CollectiveOp::kAllReduce, 2e6, 0));
-  }
-  JobProgram jp = one_template_per_rank(ps);
-  Communicator comm;
-  comm.name = "world";
-  comm.members = {0, 1};
-  comm.algorithm = Algorithm::kRing;
-  jp.add_comm(comm);
-  sim::Simulation sim(1);
-  auto topo = ideal_switch(2);
-  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
-  RuntimeOptions ro;
-  ro.step_overhead = sim::Time::us(1);
-  CollectiveRuntime runtime(res, ro);
-  ExecutorOptions eo;
-  eo.watchdog = sim::Time::infinite();
-  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, eo);
-  sim.add_pending_work(&exec);
   topo::FailureEvent e;
   e.at = sim::Time::us(500);
   e.action = topo::FailureEvent::Action::kKillLinks;
   e.links = links_of_gpu(2, 1);
   e.what = "the NIC of GPU 1";
-  FailureInjector inject(res, exec, {e});
-  exec.start();
-  auto r = sim.run();
-  ASSERT_TRUE(r.deadlocked);
-  EXPECT_NE(r.deadlock_report.find("a transfer of a collective on GPUs 0, 1 cannot progress: constraint"),
+  auto o = run_with_failures(two_ranks_all_reducing(2e6), 2, {e}, sim::Time::infinite());
+  EXPECT_FALSE(o.finished);
+  EXPECT_FALSE(o.aborted);
+  EXPECT_NE(o.deadlock_report.find("a transfer of a collective on GPUs 0, 1 cannot progress: constraint"),
             std::string::npos)
-      << r.deadlock_report;
-  EXPECT_EQ(exec.describe_activity((uint64_t{1} << 16) | 0), "a kernel of rank 1 on stream 'compute'");
+      << o.deadlock_report;
 }
 
 TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
