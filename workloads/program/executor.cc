@@ -91,33 +91,8 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   free_base_.resize(sn + 1);
   uint64_t streams = 0, recvs = 0, frees = 0;
   bool has_memory_ops = false;
-  // Hot per-rank state (streams, category times, call counters) in the order the event loop
-  // visits ranks: grouped by pipeline stage, by rank within a stage. The data-parallel replicas
-  // run in lockstep, so one timestamp's events are a stage's ranks of every replica, in increasing
-  // rank order; with the stage's state contiguous, that is one sequential walk the hardware
-  // prefetcher follows, where rank order jumps a whole replica every tensor-parallel group (Llama 3
-  // 405B step on 65,536 GPUs, expanded: see the commit that made it). Jobs without a layout keep
-  // rank order.
-  std::vector<uint32_t> order(sn);
-  for (uint32_t r = 0; r < sn; ++r) order[r] = r;
-  if (job_.layout.world() == n && job_.layout.size(Dim::kPp) > 1)
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return job_.layout.coord(a, Dim::kPp) < job_.layout.coord(b, Dim::kPp);
-    });
-  {
-    // The GPUs' records (SM pool, HBM) in the same order, those of no rank with state last.
-    const uint32_t gpus = res_.topology().num_gpus();
-    std::vector<uint8_t> seen(gpus, 0);
-    std::vector<uint32_t> gpu_order;
-    gpu_order.reserve(gpus);
-    for (uint32_t r : order) {
-      const uint32_t g = job_.gpu_of(r);
-      if (!seen[g]) seen[g] = 1, gpu_order.push_back(g);
-    }
-    for (uint32_t g = 0; g < gpus; ++g)
-      if (!seen[g]) gpu_order.push_back(g);
-    res_.order_gpus(gpu_order);  // false (not reordered) when the GPUs already ran something
-  }
+  const std::vector<uint32_t> order = state_order(n);
+  order_gpus_like(order);
   for (uint32_t slot = 0; slot < sn; ++slot) {
     const uint32_t r = order[slot];
     const uint16_t ns = program_of(r).num_streams();
@@ -143,27 +118,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   recv_base_[sn] = static_cast<uint32_t>(recvs);
   free_base_[sn] = static_cast<uint32_t>(frees);
   streams_.resize(streams);
-  {
-    // An activity slot of its own for every stream with kernel ops, in state order.
-    std::vector<std::vector<uint8_t>> runs_kernels(job_.templates.size());
-    for (size_t t = 0; t < job_.templates.size(); ++t) {
-      const Program& p = job_.templates[t];
-      runs_kernels[t].assign(p.num_streams(), 0);
-      for (const Op& op : p.ops())
-        if ((op.kind == OpKind::kKernel || op.kind == OpKind::kTimed) && op.stream != kNoStream)
-          runs_kernels[t][op.stream] = 1;
-    }
-    uint32_t kernel_streams = 0;
-    for (uint32_t r = 0; r < sn; ++r)
-      for (uint8_t k : runs_kernels[ranks_[r].tmpl]) kernel_streams += k;
-    uint32_t next = sim_.fluid().reserve_slots(kernel_streams);
-    for (uint32_t slot = 0; slot < sn; ++slot) {
-      const uint32_t r = order[slot];
-      const std::vector<uint8_t>& k = runs_kernels[ranks_[r].tmpl];
-      for (uint16_t s = 0; s < k.size(); ++s)
-        if (k[s]) streams_[ranks_[r].stream_base + s].kernel_slot = next++;
-    }
-  }
+  reserve_kernel_slots(order);
   if (has_memory_ops) memory_.resize(sn);
   arrival_.assign(recvs, sim::Time::infinite());
   free_done_.assign(frees, 0);
@@ -467,6 +422,60 @@ void ProgramExecutor::pump(uint32_t rank) {
     }
   }
   pumping_ = false;
+}
+
+// Hot per-rank state (streams, category times, call counters, kernel slots) in the order the
+// event loop visits ranks: grouped by pipeline stage, by rank within a stage. The data-parallel
+// replicas run in lockstep, so one timestamp's events are a stage's ranks of every replica, in
+// increasing rank order; with the stage's state contiguous, that is one sequential walk the
+// hardware prefetcher follows, where rank order jumps a whole replica every tensor-parallel group
+// (Llama 3 405B step on 65,536 GPUs, expanded: see the commit that made it). Jobs without a layout
+// keep rank order. Returns the ranks with state, by slot.
+std::vector<uint32_t> ProgramExecutor::state_order(uint32_t world) const {
+  std::vector<uint32_t> order(state_ranks_);
+  for (uint32_t r = 0; r < state_ranks_; ++r) order[r] = r;
+  if (job_.layout.world() == world && job_.layout.size(Dim::kPp) > 1)
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return job_.layout.coord(a, Dim::kPp) < job_.layout.coord(b, Dim::kPp);
+    });
+  return order;
+}
+
+// The GPUs' records (SM pool, HBM) in the state order of the ranks on them, those of no rank with
+// state last. Nothing happens when the GPUs already ran something (order_gpus refuses).
+void ProgramExecutor::order_gpus_like(const std::vector<uint32_t>& order) {
+  const uint32_t gpus = res_.topology().num_gpus();
+  std::vector<uint8_t> seen(gpus, 0);
+  std::vector<uint32_t> gpu_order;
+  gpu_order.reserve(gpus);
+  for (uint32_t r : order) {
+    const uint32_t g = job_.gpu_of(r);
+    if (!seen[g]) seen[g] = 1, gpu_order.push_back(g);
+  }
+  for (uint32_t g = 0; g < gpus; ++g)
+    if (!seen[g]) gpu_order.push_back(g);
+  res_.order_gpus(gpu_order);
+}
+
+// A fluid activity slot of its own for every stream with kernel ops, in state order.
+void ProgramExecutor::reserve_kernel_slots(const std::vector<uint32_t>& order) {
+  std::vector<std::vector<uint8_t>> runs_kernels(job_.templates.size());  // per template, per stream
+  for (size_t t = 0; t < job_.templates.size(); ++t) {
+    const Program& p = job_.templates[t];
+    runs_kernels[t].assign(p.num_streams(), 0);
+    for (const Op& op : p.ops())
+      if ((op.kind == OpKind::kKernel || op.kind == OpKind::kTimed) && op.stream != kNoStream)
+        runs_kernels[t][op.stream] = 1;
+  }
+  uint32_t kernel_streams = 0;
+  for (uint32_t r : order)
+    for (uint8_t k : runs_kernels[ranks_[r].tmpl]) kernel_streams += k;
+  uint32_t next = sim_.fluid().reserve_slots(kernel_streams);
+  for (uint32_t r : order) {
+    const std::vector<uint8_t>& k = runs_kernels[ranks_[r].tmpl];
+    for (uint16_t s = 0; s < k.size(); ++s)
+      if (k[s]) streams_[ranks_[r].stream_base + s].kernel_slot = next++;
+  }
 }
 
 void ProgramExecutor::compute_host_ready() {

@@ -249,6 +249,9 @@ class ProgramExecutor : public sim::ActivityOwner,
   // the stream waits for it (a delay) and true is returned; false: issue it now.
   bool wait_for_host(uint32_t rank, const Program& p, uint16_t s, uint32_t idx);
   void compute_host_ready();
+  std::vector<uint32_t> state_order(uint32_t world) const;
+  void order_gpus_like(const std::vector<uint32_t>& order);
+  void reserve_kernel_slots(const std::vector<uint32_t>& order);
   sim::Time rank_start(uint32_t rank) const {
     return step_start_ + (job_.start_offset.empty() ? sim::Time::zero() : job_.start_offset[rank]);
   }
