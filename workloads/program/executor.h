@@ -172,7 +172,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void on_collective_done(uint64_t tag) override;
   void prefetch_done(uint64_t tag) const override;
   std::string describe_activity(uint64_t tag) const override;
-  void prefetch_rank(uint32_t rank) const;  // a hint: the state complete() and pump() touch
+  void prefetch_rank(uint32_t rank) const;  // a hint: the state complete(), pump() and its next kernel touch
   size_t pending_count() const override;
   void describe_pending(std::string& out, size_t max_lines) const override;
 
@@ -320,6 +320,10 @@ class ProgramExecutor : public sim::ActivityOwner,
   // constructor.
   struct Where {
     uint32_t stream_base = 0, slot = 0;
+    // The fluid activity slot of its first stream with kernel ops (kAnySlot: none): after a
+    // collective, the kernel that follows starts in it, and at 131k GPUs its record, last
+    // touched before the collective, had left the caches.
+    uint32_t kernel_slot = sim::FluidModel::kAnySlot;
     uint16_t streams = 0;
   };
   std::vector<Where> where_;
