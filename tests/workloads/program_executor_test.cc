@@ -828,6 +828,28 @@ TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
   EXPECT_NE(o.report.find("first failure: the NIC of GPU 1 went down"), std::string::npos) << o.report;
 }
 
+TEST(ProgramExecutorFailures, TheAbortCancelsKernelsStillRunning) {
+  // The dead-link hang above, with a 50 ms kernel on rank 0's second stream from t = 0. The
+  // watchdog aborts the job at 10 ms and withdraws what is in flight, the kernel among them: the
+  // simulation ends there, not when the kernel would have ended at 50 ms, and nothing runs on.
+  std::vector<Program> ps(2);
+  for (auto& p : ps) p.add_stream("comm");
+  ps[0].add_stream("work");
+  ps[0].add(send(1, 1e6, 1, 0));
+  ps[0].add(timed(50e-3, 1));
+  ps[1].add(recv(0, 1, 0));
+  topo::FailureEvent e;
+  e.at = sim::Time::us(500);
+  e.action = topo::FailureEvent::Action::kKillLinks;
+  e.links = links_of_gpu(2, 1);
+  e.what = "the NIC of GPU 1";
+  auto o = run_with_failures(one_template_per_rank(ps), 2, {e}, sim::Time::ms(10));
+  ASSERT_TRUE(o.aborted) << o.report;
+  EXPECT_EQ(o.aborted_ns, 10'000'000);
+  EXPECT_EQ(o.sim_end_ns, 10'000'000);
+  EXPECT_EQ(o.in_flight_after, 0u);
+}
+
 TEST(ProgramExecutor, AMeasuredCollectiveTakesItsTimeFromTheLastArrival) {
   // A replayed collective keeps its measured time (op.seconds > 0) and needs no network: rank 0
   // arrives at 1 ms, rank 1 at 3 ms; 0.5 ms from the last arrival both are done at 3.5 ms.

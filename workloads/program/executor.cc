@@ -459,25 +459,30 @@ void ProgramExecutor::order_gpus_like(const std::vector<uint32_t>& order) {
 
 // A fluid activity slot of its own for every stream with kernel ops, in state order.
 void ProgramExecutor::reserve_kernel_slots(const std::vector<uint32_t>& order) {
-  std::vector<std::vector<uint8_t>> runs_kernels(job_.templates.size());  // per template, per stream
+  std::vector<uint16_t> kernel_streams(job_.templates.size(), 0);  // per template
+  kernel_index_.resize(job_.templates.size());
   for (size_t t = 0; t < job_.templates.size(); ++t) {
     const Program& p = job_.templates[t];
-    runs_kernels[t].assign(p.num_streams(), 0);
+    std::vector<uint8_t> runs_kernels(p.num_streams(), 0);
     for (const Op& op : p.ops())
       if ((op.kind == OpKind::kKernel || op.kind == OpKind::kTimed) && op.stream != kNoStream)
-        runs_kernels[t][op.stream] = 1;
+        runs_kernels[op.stream] = 1;
+    // A stream without kernel ops never asks for its slot; it shares its index with the next.
+    kernel_index_[t].assign(p.num_streams(), 0);
+    for (uint16_t s = 0; s < p.num_streams(); ++s) {
+      kernel_index_[t][s] = kernel_streams[t];
+      kernel_streams[t] += runs_kernels[s];
+    }
   }
-  uint32_t kernel_streams = 0;
-  for (uint32_t r : order)
-    for (uint8_t k : runs_kernels[ranks_[r].tmpl]) kernel_streams += k;
-  uint32_t next = sim_.fluid().reserve_slots(kernel_streams);
+  uint64_t total = 0;
+  for (uint32_t r : order) total += kernel_streams[ranks_[r].tmpl];
+  if (total > 0xFFFFFFFEu) throw sim::UserError("the job runs kernels on more than 2^32 streams");
+  uint32_t next = sim_.fluid().reserve_slots(static_cast<uint32_t>(total));
   for (uint32_t r : order) {
-    const std::vector<uint8_t>& k = runs_kernels[ranks_[r].tmpl];
-    for (uint16_t s = 0; s < k.size(); ++s)
-      if (k[s]) {
-        if (where_[r].kernel_slot == sim::FluidModel::kAnySlot) where_[r].kernel_slot = next;
-        streams_[ranks_[r].stream_base + s].kernel_slot = next++;
-      }
+    const uint16_t k = kernel_streams[ranks_[r].tmpl];
+    if (k == 0) continue;
+    ranks_[r].kernel_base = where_[r].kernel_slot = next;
+    next += k;
   }
 }
 
@@ -537,7 +542,6 @@ bool ProgramExecutor::wait_for_host(uint32_t rank, const Program& p, uint16_t s,
   StreamState& st = ss(rank, s);
   st.busy = 1;  // waiting for the host: not issued yet, no kernel running
   st.started = now;
-  st.running = sim::ActivityId(0xFFFFFFFFu);
   if (s == 0) {
     charge_gap(rank, p, p.op(idx));  // what it waited for before the host became the bottleneck
     ranks_[rank].free_since = now;
@@ -599,7 +603,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
     case OpKind::kKernel: {
       const uint32_t gpu = job_.gpu_of(rank);
       if (res_.gpu_failed(gpu)) {
-        st.busy = 0;  // never issued: st.running holds an older kernel's id
+        st.busy = 0;  // never issued
         kill_rank(rank);  // its GPU is down: the rank cannot run anything
         return;
       }
@@ -611,7 +615,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      st.running = res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s), st.kernel_slot);
+      res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s), kernel_slot(ranks_[rank], s));
       break;
     }
     case OpKind::kDelay: {
@@ -969,9 +973,7 @@ void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
 }
 
 void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
-  const auto rank = static_cast<uint32_t>(tag >> 16);
-  ss(rank, static_cast<uint16_t>(tag & 0xFFFF)).running = sim::ActivityId(0xFFFFFFFFu);
-  kill_rank(rank);
+  kill_rank(static_cast<uint32_t>(tag >> 16));
 }
 
 void ProgramExecutor::on_event(uint32_t d) {
@@ -1075,14 +1077,15 @@ void ProgramExecutor::withdraw(uint32_t rank) {
   for (uint32_t r = first; r < last; ++r) {
     const Program& p = program_of(r);
     for (uint16_t s = 0; s < p.num_streams(); ++s) {
-      // st.running is valid while the head op is a kernel that has been issued and not completed.
-      StreamState& st = ss(r, s);
-      sim::ActivityId& a = st.running;
-      if (st.busy && st.next < p.stream_ops(s).size() && a.value != 0xFFFFFFFFu) {
+      // An issued kernel head op runs in the stream's slot until it completes or fails (a head
+      // op waiting for the host has not started: its slot is not active).
+      const StreamState& st = ss(r, s);
+      if (st.busy && st.next < p.stream_ops(s).size()) {
         const OpKind k = p.op(p.stream_ops(s)[st.next]).kind;
-        if ((k == OpKind::kTimed || k == OpKind::kKernel) && sim_.fluid().active(a)) sim_.fluid().cancel(a);
+        if (k != OpKind::kTimed && k != OpKind::kKernel) continue;
+        const sim::ActivityId a(kernel_slot(ranks_[r], s));
+        if (sim_.fluid().active(a)) sim_.fluid().cancel(a);
       }
-      a = sim::ActivityId(0xFFFFFFFFu);
     }
   }
   for (uint32_t d = 0; d < delays_.size(); ++d) {

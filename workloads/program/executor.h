@@ -177,22 +177,14 @@ class ProgramExecutor : public sim::ActivityOwner,
   void describe_pending(std::string& out, size_t max_lines) const override;
 
  private:
-  struct StreamState {  // 32 bytes
+  struct StreamState {  // 24 bytes
     uint32_t next = 0;     // position of the head op
     uint32_t seq : 31 = 0;  // collective sequence number the head op waits on
     uint32_t busy : 1 = 0;  // the head op has been issued
     sim::Time started;
     sim::Time last_done;
-    // The fluid activity slot its kernels run in (streams with kernel ops; sim::FluidModel::
-    // reserve_slots), in state order like the streams: the next kernel's record is then the next
-    // line of the walk, not a random free slot.
-    uint32_t kernel_slot = sim::FluidModel::kAnySlot;
-    // The kernel while it runs: valid while the head op is a kernel that has been issued and not
-    // completed. Here, not in an array of its own, so that issuing a kernel writes the line
-    // prefetch_rank asked for (at 131k GPUs a separate array was one more miss per kernel).
-    sim::ActivityId running{0xFFFFFFFFu};
   };
-  static_assert(sizeof(StreamState) == 32);
+  static_assert(sizeof(StreamState) == 24);
   struct RankState {  // 48 bytes
     sim::Time free_since;  // stream 0 idle since
     sim::Time end;
@@ -203,9 +195,15 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint32_t stream_base = 0;
     uint32_t slot = 0;  // the rank's place in state order: its category times and call counters
     uint32_t tmpl = 0;
+    // Its streams' kernels run in fluid activity slots of their own (sim::FluidModel::
+    // reserve_slots), in state order like the streams: stream s's is kernel_base +
+    // kernel_index_[tmpl][s]. The next kernel's record is then the next line of the walk, not a
+    // random free slot; and a stream's running kernel is that slot while it is active.
+    uint32_t kernel_base = sim::FluidModel::kAnySlot;
     bool dead = false;
     bool traced = false;
   };
+  static_assert(sizeof(RankState) == 48);
   struct Gather {  // one per communicator group of 2 or more: the collective gathering its members
     double bytes = 0;
     uint32_t seq = 0;
@@ -244,6 +242,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   const StreamState& ss(uint32_t rank, uint16_t s) const { return streams_[ranks_[rank].stream_base + s]; }
   // A rank with state's program, through its RankState (the event path's).
   const Program& state_program(uint32_t rank) const { return job_.templates[ranks_[rank].tmpl]; }
+  // The activity slot stream s of a rank with state runs its kernels in.
+  uint32_t kernel_slot(const RankState& rs, uint16_t s) const { return rs.kernel_base + kernel_index_[rs.tmpl][s]; }
   bool deps_done(uint32_t rank, const Program& p, const Op& op) const;
   // JobProgram::host_overhead: when the host launches op `idx` of the rank's program after now,
   // the stream waits for it (a delay) and true is returned; false: issue it now.
@@ -327,6 +327,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint16_t streams = 0;
   };
   std::vector<Where> where_;
+  std::vector<std::vector<uint16_t>> kernel_index_;  // per template, per stream: among its streams with kernel ops
   std::vector<sim::Time> dead_at_;  // per rank: when it died
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
   sim::BigVector<sim::Time> arrival_;  // per receive slot: its sender's send start; infinite until arrived
