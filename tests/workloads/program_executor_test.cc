@@ -533,6 +533,45 @@ namespace {
 // then each rank computes 1 ms more. Group {0, 2}: all-reduce 3 to 5.002 ms, last compute to
 // 6.002 ms; group {1, 3}: 4 to 6.002 ms, then to 7.002 ms, the step's end. Stream 0's gap before
 // the last compute waited for the all-reduce (category "comm"); after a rank's end, idle.
+TEST(ProgramExecutor, AStreamWithoutOpsChangesNothing) {
+  // Streams compute, empty, side; only compute and side have ops, so only they have state (side's
+  // is the rank's second, not its third). Rank r computes (r + 1) ms, then side runs 2 ms after
+  // it, then compute 1 ms after side: rank r ends at r + 4 ms. Compute waited 2 ms for side,
+  // charged to side's category; compute ran r + 2 ms; rank 0 is idle from its end to the step's
+  // (1 ms), rank 1 not at all.
+  std::vector<Program> ps(2);
+  for (uint32_t r = 0; r < 2; ++r) {
+    Program& p = ps[r];
+    p.add_stream("compute");
+    p.add_stream("empty");
+    p.add_stream("side");
+    const uint32_t a = p.add(timed((r + 1) * 1e-3));
+    Op side = timed(2e-3, 2);
+    side.category = 2;
+    const uint32_t b = p.add(side, {a});
+    p.add(timed(1e-3), {b});
+  }
+  JobProgram jp = one_template_per_rank(ps);
+  jp.categories = {"compute", "idle", "side"};
+  jp.idle_category = 1;
+  sim::Simulation sim(1);
+  auto topo = ideal_switch(2);
+  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
+  CollectiveRuntime runtime(res, RuntimeOptions{});
+  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, ExecutorOptions{});
+  sim.add_pending_work(&exec);
+  exec.start();
+  sim.run();
+  ASSERT_TRUE(exec.finished()) << exec.error();
+  EXPECT_EQ(exec.step_end().count_ns(), 5'000'000);
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(exec.rank_end(r).count_ns(), (r + 4) * 1'000'000) << "rank " << r;
+    EXPECT_NEAR(exec.category_seconds(r, 0), (r + 2) * 1e-3, 1e-12) << "rank " << r;
+    EXPECT_NEAR(exec.category_seconds(r, 2), 2e-3, 1e-12) << "rank " << r;
+    EXPECT_NEAR(exec.category_seconds(r, 1), (1.0 - r) * 1e-3, 1e-12) << "rank " << r;
+  }
+}
+
 TEST(ProgramExecutor, StateGroupedByStageKeepsEachRanksBreakdown) {
   JobProgram jp;
   Program p;
@@ -829,14 +868,15 @@ TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
 }
 
 TEST(ProgramExecutorFailures, TheAbortCancelsKernelsStillRunning) {
-  // The dead-link hang above, with a 50 ms kernel on rank 0's second stream from t = 0. The
+  // The dead-link hang above, with a 50 ms kernel on rank 0's third stream from t = 0. The
   // watchdog aborts the job at 10 ms and withdraws what is in flight, the kernel among them: the
   // simulation ends there, not when the kernel would have ended at 50 ms, and nothing runs on.
   std::vector<Program> ps(2);
   for (auto& p : ps) p.add_stream("comm");
+  ps[0].add_stream("idle");  // no ops: the abort's walk over the streams reads it as idle
   ps[0].add_stream("work");
   ps[0].add(send(1, 1e6, 1, 0));
-  ps[0].add(timed(50e-3, 1));
+  ps[0].add(timed(50e-3, 2));
   ps[1].add(recv(0, 1, 0));
   topo::FailureEvent e;
   e.at = sim::Time::us(500);
