@@ -534,8 +534,7 @@ namespace {
 // 6.002 ms; group {1, 3}: 4 to 6.002 ms, then to 7.002 ms, the step's end. Stream 0's gap before
 // the last compute waited for the all-reduce (category "comm"); after a rank's end, idle.
 TEST(ProgramExecutor, AStreamWithoutOpsChangesNothing) {
-  // Streams compute, empty, side; only compute and side have ops, so only they have state (side's
-  // is the rank's second, not its third). Rank r computes (r + 1) ms, then side runs 2 ms after
+  // Streams compute, empty, side; only compute and side have ops. Rank r computes (r + 1) ms, then side runs 2 ms after
   // it, then compute 1 ms after side: rank r ends at r + 4 ms. Compute waited 2 ms for side,
   // charged to side's category; compute ran r + 2 ms; rank 0 is idle from its end to the step's
   // (1 ms), rank 1 not at all.
@@ -873,7 +872,7 @@ TEST(ProgramExecutorFailures, TheAbortCancelsKernelsStillRunning) {
   // simulation ends there, not when the kernel would have ended at 50 ms, and nothing runs on.
   std::vector<Program> ps(2);
   for (auto& p : ps) p.add_stream("comm");
-  ps[0].add_stream("idle");  // no ops: the abort's walk over the streams reads it as idle
+  ps[0].add_stream("idle");  // no ops: the abort's walk over the streams passes it by
   ps[0].add_stream("work");
   ps[0].add(send(1, 1e6, 1, 0));
   ps[0].add(timed(50e-3, 2));

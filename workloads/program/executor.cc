@@ -91,22 +91,11 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   free_base_.resize(sn + 1);
   uint64_t streams = 0, recvs = 0, frees = 0;
   bool has_memory_ops = false;
-  used_streams_.resize(job_.templates.size());
-  state_index_.resize(job_.templates.size());
-  for (size_t t = 0; t < job_.templates.size(); ++t) {
-    const Program& p = job_.templates[t];
-    state_index_[t].assign(p.num_streams(), kNoState);
-    for (uint16_t s = 0; s < p.num_streams(); ++s) {
-      if (p.stream_ops(s).empty()) continue;
-      state_index_[t][s] = static_cast<uint16_t>(used_streams_[t].size());
-      used_streams_[t].push_back(s);
-    }
-  }
   const std::vector<uint32_t> order = state_order(n);
   order_gpus_like(order);
   for (uint32_t slot = 0; slot < sn; ++slot) {
     const uint32_t r = order[slot];
-    const auto ns = static_cast<uint16_t>(used_streams_[job_.template_of_rank[r]].size());
+    const uint16_t ns = program_of(r).num_streams();
     where_[r] = Where{static_cast<uint32_t>(streams), slot, sim::FluidModel::kAnySlot, ns};
     ranks_[r].stream_base = static_cast<uint32_t>(streams);
     ranks_[r].slot = slot;
@@ -374,13 +363,11 @@ void ProgramExecutor::start() {
 
 bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) const {
   const DepRef* d = p.dep_refs(op);
-  const RankState& rs = ranks_[rank];
-  const StreamState* st = &streams_[rs.stream_base];
-  const uint16_t* at = state_index_[rs.tmpl].data();  // a dependency's stream has ops
+  const StreamState* st = &streams_[ranks_[rank].stream_base];
   for (uint32_t i = 0; i < op.deps_count; ++i) {
     if (d[i].stream == kNoStream) {
       if (!free_done_[free_base_[rank] + d[i].pos]) return false;
-    } else if (st[at[d[i].stream]].next <= d[i].pos) {
+    } else if (st[d[i].stream].next <= d[i].pos) {
       return false;
     }
   }
@@ -396,8 +383,7 @@ void ProgramExecutor::pump(uint32_t rank) {
     pump_queue_.pop_back();
     if (ranks_[r].dead || stopped_) continue;
     const Program& p = state_program(r);
-    const std::vector<uint16_t>& used = used_streams_[ranks_[r].tmpl];
-    const auto ns = static_cast<uint16_t>(used.size());
+    const uint16_t ns = p.num_streams();
     StreamState* streams = &streams_[ranks_[r].stream_base];
     // One pass over the stream heads issues everything ready. Issuing an op changes only its own
     // stream (busy), so another pass can find more only when an op of this rank completed during
@@ -407,14 +393,14 @@ void ProgramExecutor::pump(uint32_t rank) {
       progress = false;
       pass_rank_ = r;
       completed_in_pass_ = false;
-      for (uint16_t k = 0; k < ns; ++k) {
-        StreamState& st = streams[k];
+      for (uint16_t s = 0; s < ns; ++s) {
+        StreamState& st = streams[s];
         if (st.busy) continue;
-        const auto& list = p.stream_ops(used[k]);
+        const auto& list = p.stream_ops(s);
         if (st.next >= list.size()) continue;
         uint32_t idx = list[st.next];
         if (!deps_done(r, p, p.op(idx))) continue;
-        if (!host_ready_.empty() && wait_for_host(r, p, used[k], idx)) continue;
+        if (!host_ready_.empty() && wait_for_host(r, p, s, idx)) continue;
         issue(r, p, idx);
         if (halted(r)) break;
       }
@@ -574,13 +560,12 @@ void ProgramExecutor::charge_gap(uint32_t rank, const Program& p, const Op& op) 
   // The dependency that finished last is what stream 0 was waiting for.
   const DepRef* d = p.dep_refs(op);
   const StreamState* streams = &streams_[st.stream_base];
-  const uint16_t* at = state_index_[st.tmpl].data();  // a dependency's stream has ops
   uint32_t blocker_op = kNone;
   uint16_t blocker_stream = 0;
   sim::Time latest = sim::Time::zero();
   for (uint32_t i = 0; i < op.deps_count; ++i) {
     if (d[i].stream == kNoStream) continue;
-    sim::Time t = streams[at[d[i].stream]].last_done;
+    sim::Time t = streams[d[i].stream].last_done;
     if (blocker_op == kNone || t > latest) {
       blocker_op = d[i].op;
       blocker_stream = d[i].stream;
@@ -895,7 +880,7 @@ void ProgramExecutor::deliver(uint32_t dst, uint32_t src, uint32_t tag, sim::Tim
 void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
   StreamState& st = ss(rank, s);
   const Program& p = state_program(rank);
-  prefetch_slots_after(ranks_[rank], static_cast<uint16_t>(used_streams_[ranks_[rank].tmpl].size()));
+  prefetch_slots_after(ranks_[rank], p.num_streams());
   const uint32_t idx = p.stream_ops(s)[st.next];
   const Op& op = p.op(idx);
   sim::Time now = sim_.now();
@@ -1094,7 +1079,7 @@ void ProgramExecutor::withdraw(uint32_t rank) {
     for (uint16_t s = 0; s < p.num_streams(); ++s) {
       // An issued kernel head op runs in the stream's slot until it completes or fails (a head
       // op waiting for the host has not started: its slot is not active).
-      const StreamState& st = std::as_const(*this).ss(r, s);  // idle for a stream without ops
+      const StreamState& st = ss(r, s);
       if (st.busy && st.next < p.stream_ops(s).size()) {
         const OpKind k = p.op(p.stream_ops(s)[st.next]).kind;
         if (k != OpKind::kTimed && k != OpKind::kKernel) continue;
@@ -1472,7 +1457,7 @@ void ProgramExecutor::abort_job(uint32_t rank, uint16_t stream) {
     if (!traced_[r] || ranks_[r].dead || ranks_[r].ops_left == 0) continue;
     const Program& rp = program_of(r);
     for (uint16_t s = 0; s < rp.num_streams(); ++s) {
-      const StreamState& st = std::as_const(*this).ss(r, s);  // idle for a stream without ops
+      const StreamState& st = ss(r, s);
       if (st.busy && st.next < rp.stream_ops(s).size()) emit_span(r, rp.op(rp.stream_ops(s)[st.next]), st.started, now);
     }
     trace_instant(r, 0, "job aborted (watchdog)");

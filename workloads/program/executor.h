@@ -31,7 +31,6 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/error.h"
 #include "sim/huge_pages.h"
 #include "sim/event_handler.h"
 #include "sim/fluid.h"
@@ -239,20 +238,8 @@ class ProgramExecutor : public sim::ActivityOwner,
   static constexpr uint32_t kHostWait = 0xFFFFFFFEu;
 
   const Program& program_of(uint32_t rank) const { return job_.templates[job_.template_of_rank[rank]]; }
-  // Stream s of a rank with state. Only the streams its program puts ops on have state (the 405B
-  // step's programs leave cp and dp outer empty); ss() of an empty one reads as idle.
-  StreamState& ss(uint32_t rank, uint16_t s) {
-    const RankState& rs = ranks_[rank];
-    const uint16_t i = state_index_[rs.tmpl][s];
-    SIM_ASSERT(i != kNoState, "stream state asked for a stream without ops");
-    return streams_[rs.stream_base + i];
-  }
-  const StreamState& ss(uint32_t rank, uint16_t s) const {
-    const RankState& rs = ranks_[rank];
-    const uint16_t i = state_index_[rs.tmpl][s];
-    return i == kNoState ? idle_stream_ : streams_[rs.stream_base + i];
-  }
-  static constexpr uint16_t kNoState = 0xFFFF;
+  StreamState& ss(uint32_t rank, uint16_t s) { return streams_[ranks_[rank].stream_base + s]; }
+  const StreamState& ss(uint32_t rank, uint16_t s) const { return streams_[ranks_[rank].stream_base + s]; }
   // A rank with state's program, through its RankState (the event path's).
   const Program& state_program(uint32_t rank) const { return job_.templates[ranks_[rank].tmpl]; }
   // The activity slot stream s of a rank with state runs its kernels in.
@@ -341,10 +328,6 @@ class ProgramExecutor : public sim::ActivityOwner,
   };
   std::vector<Where> where_;
   std::vector<std::vector<uint16_t>> kernel_index_;  // per template, per stream: among its streams with kernel ops
-  // Per template: the streams with ops, in order, and each stream's place among them (kNoState:
-  // none), its StreamState's offset from the rank's stream_base.
-  std::vector<std::vector<uint16_t>> used_streams_, state_index_;
-  const StreamState idle_stream_{};  // what ss() reads for a stream without ops
   std::vector<sim::Time> dead_at_;  // per rank: when it died
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
   sim::BigVector<sim::Time> arrival_;  // per receive slot: its sender's send start; infinite until arrived
