@@ -624,8 +624,10 @@ TEST(ProgramExecutor, StateGroupedByStageKeepsEachRanksBreakdown) {
     EXPECT_EQ(std::llround(exec.category_seconds(r, 1) * 1e9), want[r].idle);
     EXPECT_EQ(exec.rank_end(r).count_ns(), want[r].end);
   }
-  // A kernel's tag names its rank (not its slot) and stream, as deadlock reports print it.
-  EXPECT_EQ(exec.describe_activity((uint64_t{1} << 16) | 1), "a kernel of rank 1 on stream 'dp'");
+  // A kernel's tag names its rank's slot and its stream; deadlock reports print the rank: rank 1
+  // is at slot 2 (state order 0, 2, 1, 3), rank 2 at slot 1.
+  EXPECT_EQ(exec.describe_activity((uint64_t{2} << 16) | 1), "a kernel of rank 1 on stream 'dp'");
+  EXPECT_EQ(exec.describe_activity((uint64_t{1} << 16) | 0), "a kernel of rank 2 on stream 'compute'");
 }
 
 TEST(ProgramExecutor, EveryMemberThatRanAheadJoinsTheNextCollective) {

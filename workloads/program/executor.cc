@@ -20,7 +20,8 @@ namespace {
 constexpr uint64_t kSendTag = uint64_t{1} << 63;
 constexpr uint32_t kNone = 0xFFFFFFFFu;
 // Kernel activity tags: rank << 16 | stream.
-uint64_t kernel_tag(uint32_t rank, uint16_t s) { return (uint64_t{rank} << 16) | s; }
+// A kernel's tag: the slot (state order) of its rank, and its stream.
+uint64_t kernel_tag(uint32_t slot, uint16_t s) { return (uint64_t{slot} << 16) | s; }
 
 // A slot of a pool: a freed one if any, else a new one at the end (no allocation once the pool
 // has grown to the peak number in flight).
@@ -87,6 +88,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   for (uint32_t r = sn; r < n; ++r) ops_total_ += program_of(r).ops().size();
   ranks_.resize(sn);
   where_.resize(sn);
+  slot_of_.resize(sn);
   recv_base_.resize(sn + 1);
   free_base_.resize(sn + 1);
   uint64_t streams = 0, recvs = 0, frees = 0;
@@ -96,9 +98,9 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   for (uint32_t slot = 0; slot < sn; ++slot) {
     const uint32_t r = order[slot];
     const uint16_t ns = program_of(r).num_streams();
-    where_[r] = Where{static_cast<uint32_t>(streams), slot, sim::FluidModel::kAnySlot, ns};
+    where_[slot] = Where{static_cast<uint32_t>(streams), r, sim::FluidModel::kAnySlot, ns};
     ranks_[r].stream_base = static_cast<uint32_t>(streams);
-    ranks_[r].slot = slot;
+    ranks_[r].slot = slot_of_[r] = slot;
     streams += ns;
   }
   for (uint32_t r = 0; r < sn; ++r) {
@@ -481,7 +483,7 @@ void ProgramExecutor::reserve_kernel_slots(const std::vector<uint32_t>& order) {
   for (uint32_t r : order) {
     const uint16_t k = kernel_streams[ranks_[r].tmpl];
     if (k == 0) continue;
-    ranks_[r].kernel_base = where_[r].kernel_slot = next;
+    ranks_[r].kernel_base = where_[ranks_[r].slot].kernel_slot = next;
     next += k;
   }
 }
@@ -615,7 +617,7 @@ void ProgramExecutor::issue(uint32_t rank, const Program& p, uint32_t idx) {
         sm = c.sm_load;
         hbm = c.hbm_load;
       }
-      res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(rank, s), kernel_slot(ranks_[rank], s));
+      res_.start_timed_kernel(gpu, seconds, sm, hbm, this, kernel_tag(ranks_[rank].slot, s), kernel_slot(ranks_[rank], s));
       break;
     }
     case OpKind::kDelay: {
@@ -944,17 +946,21 @@ void ProgramExecutor::prefetch_slots_after(const RankState& rs, uint16_t streams
 
 // A kernel of this rank finishes soon: complete() and pump() will read its streams, its state
 // and its time categories (each a cache miss at 16k ranks).
-void ProgramExecutor::prefetch_done(uint64_t tag) const { prefetch_rank(static_cast<uint32_t>(tag >> 16)); }
+void ProgramExecutor::prefetch_done(uint64_t tag) const { prefetch_slot(static_cast<uint32_t>(tag >> 16)); }
 
 void ProgramExecutor::prefetch_rank(uint32_t rank) const {
-  if (rank >= state_ranks_) return;
-  const Where w = where_[rank];
+  if (rank < state_ranks_) prefetch_slot(slot_of_[rank]);
+}
+
+void ProgramExecutor::prefetch_slot(uint32_t slot) const {
+  if (slot >= where_.size()) return;
+  const Where w = where_[slot];
   sim::prefetch_range(streams_.data() + w.stream_base, streams_.data() + w.stream_base + w.streams, true);
-  __builtin_prefetch(&ranks_[rank], 1);
-  __builtin_prefetch(cat_s_.data() + static_cast<size_t>(w.slot) * ncat_, 1);
+  __builtin_prefetch(&ranks_[w.rank], 1);
+  __builtin_prefetch(cat_s_.data() + static_cast<size_t>(slot) * ncat_, 1);
   // Its call counters on the generated communicators (a few words): read when its next op is a
   // collective.
-  if (num_generated_ > 0) __builtin_prefetch(seq_.data() + static_cast<uint64_t>(w.slot) * num_generated_, 1);
+  if (num_generated_ > 0) __builtin_prefetch(seq_.data() + static_cast<uint64_t>(slot) * num_generated_, 1);
   // The activity record its next kernel starts in (and its owner entry). After a kernel it is the
   // one just finished, already at hand; after a collective it was last touched before it, and at
   // 65,536 GPUs this hint took 4-7% off the 405B step.
@@ -962,18 +968,20 @@ void ProgramExecutor::prefetch_rank(uint32_t rank) const {
 }
 
 std::string ProgramExecutor::describe_activity(uint64_t tag) const {
-  const auto rank = static_cast<uint32_t>(tag >> 16);
+  const auto slot = static_cast<uint32_t>(tag >> 16);
   const auto s = static_cast<uint16_t>(tag & 0xFFFF);
-  if (rank >= state_ranks_ || s >= program_of(rank).num_streams()) return "a kernel (tag " + std::to_string(tag) + ")";
+  if (slot >= where_.size()) return "a kernel (tag " + std::to_string(tag) + ")";
+  const uint32_t rank = where_[slot].rank;
+  if (s >= program_of(rank).num_streams()) return "a kernel (tag " + std::to_string(tag) + ")";
   return "a kernel of rank " + std::to_string(rank) + " on stream '" + program_of(rank).stream_name(s) + "'";
 }
 
 void ProgramExecutor::on_activity_done(sim::ActivityId, uint64_t tag) {
-  complete(static_cast<uint32_t>(tag >> 16), static_cast<uint16_t>(tag & 0xFFFF));
+  complete(where_[static_cast<uint32_t>(tag >> 16)].rank, static_cast<uint16_t>(tag & 0xFFFF));
 }
 
 void ProgramExecutor::on_activity_failed(sim::ActivityId, uint64_t tag) {
-  kill_rank(static_cast<uint32_t>(tag >> 16));
+  kill_rank(where_[static_cast<uint32_t>(tag >> 16)].rank);
 }
 
 void ProgramExecutor::on_event(uint32_t d) {

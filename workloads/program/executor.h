@@ -173,6 +173,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   void prefetch_done(uint64_t tag) const override;
   std::string describe_activity(uint64_t tag) const override;
   void prefetch_rank(uint32_t rank) const;  // a hint: the state complete(), pump() and its next kernel touch
+  void prefetch_slot(uint32_t slot) const;  // the same, for the rank at `slot`
   size_t pending_count() const override;
   void describe_pending(std::string& out, size_t max_lines) const override;
 
@@ -315,11 +316,13 @@ class ProgramExecutor : public sim::ActivityOwner,
     int64_t now = 0, peak = 0;
   };
   std::vector<Memory> memory_;  // per rank, when some template has memory ops
-  // Per rank, where its hot state lies (for prefetch_rank, without reading its RankState):
-  // streams_ [stream_base, + streams), and its slot in state order (cat_s_, seq_), see the
-  // constructor.
+  // Per slot (state order), the rank there and where its hot state lies, for the hints, without
+  // reading its RankState: streams_ [stream_base, + streams), cat_s_ and seq_ at the slot. A
+  // kernel's tag names its slot, so the completion hint reads this table in the order the
+  // timestamp's events walk the slots (sequentially); by rank it was a miss per tensor-parallel
+  // group at 131k GPUs.
   struct Where {
-    uint32_t stream_base = 0, slot = 0;
+    uint32_t stream_base = 0, rank = 0;
     // The fluid activity slot of its first stream with kernel ops (kAnySlot: none): after a
     // collective, the kernel that follows starts in it, and at 131k GPUs its record, last
     // touched before the collective, had left the caches.
@@ -327,6 +330,7 @@ class ProgramExecutor : public sim::ActivityOwner,
     uint16_t streams = 0;
   };
   std::vector<Where> where_;
+  std::vector<uint32_t> slot_of_;  // per rank with state: its slot (RankState::slot, for prefetch_rank)
   std::vector<std::vector<uint16_t>> kernel_index_;  // per template, per stream: among its streams with kernel ops
   std::vector<sim::Time> dead_at_;  // per rank: when it died
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
