@@ -847,6 +847,16 @@ TEST(ProgramExecutorFailures, TheDeadlockReportNamesTheStalledCollectivesGpus) {
       << o.deadlock_report;
 }
 
+// GPU 1's NIC links (of two GPUs on the ideal switch) go down at 0.5 ms.
+topo::FailureEvent nic_of_gpu_1_down_at_500us() {
+  topo::FailureEvent e;
+  e.at = sim::Time::us(500);
+  e.action = topo::FailureEvent::Action::kKillLinks;
+  e.links = links_of_gpu(2, 1);
+  e.what = "the NIC of GPU 1";
+  return e;
+}
+
 TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
   // The same 1 MB message; GPU 1's NIC links go down at 0.5 ms, mid-transfer: the transfer stalls
   // (NCCL hangs, it does not fail). Both ranks issued their op at 0, so the watchdog (10 ms)
@@ -855,12 +865,7 @@ TEST(ProgramExecutorFailures, ADeadLinkHangsTheTransferUntilTheWatchdog) {
   for (auto& p : ps) p.add_stream("comm");
   ps[0].add(send(1, 1e6, 1, 0));
   ps[1].add(recv(0, 1, 0));
-  topo::FailureEvent e;
-  e.at = sim::Time::us(500);
-  e.action = topo::FailureEvent::Action::kKillLinks;
-  e.links = links_of_gpu(2, 1);
-  e.what = "the NIC of GPU 1";
-  auto o = run_with_failures(one_template_per_rank(ps), 2, {e}, sim::Time::ms(10));
+  auto o = run_with_failures(one_template_per_rank(ps), 2, {nic_of_gpu_1_down_at_500us()}, sim::Time::ms(10));
   ASSERT_TRUE(o.aborted) << o.report;
   EXPECT_EQ(o.failed_ns, 500'000);
   EXPECT_EQ(o.aborted_ns, 10'000'000);
@@ -879,12 +884,7 @@ TEST(ProgramExecutorFailures, TheAbortCancelsKernelsStillRunning) {
   ps[0].add(send(1, 1e6, 1, 0));
   ps[0].add(timed(50e-3, 2));
   ps[1].add(recv(0, 1, 0));
-  topo::FailureEvent e;
-  e.at = sim::Time::us(500);
-  e.action = topo::FailureEvent::Action::kKillLinks;
-  e.links = links_of_gpu(2, 1);
-  e.what = "the NIC of GPU 1";
-  auto o = run_with_failures(one_template_per_rank(ps), 2, {e}, sim::Time::ms(10));
+  auto o = run_with_failures(one_template_per_rank(ps), 2, {nic_of_gpu_1_down_at_500us()}, sim::Time::ms(10));
   ASSERT_TRUE(o.aborted) << o.report;
   EXPECT_EQ(o.aborted_ns, 10'000'000);
   EXPECT_EQ(o.sim_end_ns, 10'000'000);
