@@ -80,6 +80,8 @@ struct Outcome {
   bool deadlocked = false;
   std::string error, report;
   std::vector<int64_t> rank_idle_ns;
+  std::vector<int64_t> rank_end_ns;
+  std::vector<std::vector<double>> category_s;  // per rank, per category
 };
 
 Outcome run(const JobProgram& jp, uint32_t gpus, double step_overhead_s = 1e-6) {
@@ -99,8 +101,12 @@ Outcome run(const JobProgram& jp, uint32_t gpus, double step_overhead_s = 1e-6) 
   o.deadlocked = r.deadlocked;
   o.error = exec.error();
   o.report = r.deadlock_report;
-  for (uint32_t k = 0; k < jp.world(); ++k)
+  for (uint32_t k = 0; k < jp.world(); ++k) {
     o.rank_idle_ns.push_back(std::llround(exec.category_seconds(k, jp.idle_category) * 1e9));
+    o.rank_end_ns.push_back(exec.rank_end(k).count_ns());
+    o.category_s.emplace_back();
+    for (uint16_t c = 0; c < jp.categories.size(); ++c) o.category_s.back().push_back(exec.category_seconds(k, c));
+  }
   return o;
 }
 
@@ -553,21 +559,15 @@ TEST(ProgramExecutor, AStreamWithoutOpsChangesNothing) {
   JobProgram jp = one_template_per_rank(ps);
   jp.categories = {"compute", "idle", "side"};
   jp.idle_category = 1;
-  sim::Simulation sim(1);
-  auto topo = ideal_switch(2);
-  topo::ClusterResources res(sim, topo, topo::find_gpu("h100-sxm"), ideal_options());
-  CollectiveRuntime runtime(res, RuntimeOptions{});
-  ProgramExecutor exec(res, runtime, jp, ClusterShape{}, CostHints{}, ExecutorOptions{});
-  sim.add_pending_work(&exec);
-  exec.start();
-  sim.run();
-  ASSERT_TRUE(exec.finished()) << exec.error();
-  EXPECT_EQ(exec.step_end().count_ns(), 5'000'000);
+  auto o = run(jp, 2);
+  ASSERT_TRUE(o.finished) << o.error;
+  EXPECT_EQ(o.end_ns, 5'000'000);
   for (uint32_t r = 0; r < 2; ++r) {
-    EXPECT_EQ(exec.rank_end(r).count_ns(), (r + 4) * 1'000'000) << "rank " << r;
-    EXPECT_NEAR(exec.category_seconds(r, 0), (r + 2) * 1e-3, 1e-12) << "rank " << r;
-    EXPECT_NEAR(exec.category_seconds(r, 2), 2e-3, 1e-12) << "rank " << r;
-    EXPECT_NEAR(exec.category_seconds(r, 1), (1.0 - r) * 1e-3, 1e-12) << "rank " << r;
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(o.rank_end_ns[r], (r + 4) * 1'000'000);
+    EXPECT_NEAR(o.category_s[r][0], (r + 2) * 1e-3, 1e-12);
+    EXPECT_NEAR(o.category_s[r][2], 2e-3, 1e-12);
+    EXPECT_NEAR(o.category_s[r][1], (1.0 - r) * 1e-3, 1e-12);
   }
 }
 
