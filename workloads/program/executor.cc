@@ -943,8 +943,8 @@ void ProgramExecutor::prefetch_slots_after(const RankState& rs, uint16_t streams
   if (cb + ncat_ <= cat_s_.size()) sim::prefetch_range(cat_s_.data() + cb, cat_s_.data() + cb + ncat_, true);
 }
 
-// A kernel of this rank finishes soon: complete() and pump() will read its streams, its state
-// and its time categories (each a cache miss at 16k ranks).
+// A kernel of the rank at the tag's slot finishes soon: complete() and pump() will read its
+// streams, its state and its time categories (each a cache miss at 16k ranks).
 void ProgramExecutor::prefetch_done(uint64_t tag) const { prefetch_slot(static_cast<uint32_t>(tag >> 16)); }
 
 void ProgramExecutor::prefetch_rank(uint32_t rank) const {
