@@ -24,6 +24,7 @@ ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
   constraints_.emplace_back();
   settings_.push_back(Settings{});
   const auto c = static_cast<uint32_t>(constraints_.size() - 1);
+  if ((c & 63) == 0) in_use_.push_back(0);
   if (!name.empty()) names_.emplace(c, std::move(name));
   constraints_[c].capacity = capacity;
   constraints_[c].effective = capacity;
@@ -33,6 +34,7 @@ ConstraintId FluidModel::add_constraint(double capacity, std::string name) {
 void FluidModel::reserve_constraints(size_t more) {
   constraints_.reserve(constraints_.size() + more);
   settings_.reserve(settings_.size() + more);
+  in_use_.reserve((constraints_.capacity() + 63) / 64);
 }
 
 void FluidModel::set_effective(uint32_t c) {
@@ -168,6 +170,7 @@ ActivityId FluidModel::start(double work, std::span<const Use> uses, double rate
       auto& c = constraints_[u.constraint.value];
       alone = alone && c.users.empty() && !c.watched;
       out[r.num_uses] = UseRec{u.constraint.value, static_cast<uint32_t>(c.users.size()), u.weight};
+      if (c.users.empty()) in_use_[u.constraint.value >> 6] |= uint64_t{1} << (u.constraint.value & 63);
       c.users.push_back(UserRef{a, r.num_uses});
       ++r.num_uses;
     }
@@ -206,6 +209,7 @@ void FluidModel::detach(uint32_t a) {
     users[u.pos] = moved;
     users.pop_back();
     if (moved.activity != a) use_data(activities_[moved.activity])[moved.use].pos = u.pos;
+    if (users.empty()) in_use_[u.constraint >> 6] &= ~(uint64_t{1} << (u.constraint & 63));
     // An emptied constraint has nothing to re-solve; only a watched one has a load (now 0) to tell.
     if (!users.empty() || constraints_[u.constraint].watched) mark_dirty(u.constraint);
   }

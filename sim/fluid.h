@@ -112,6 +112,10 @@ class FluidModel : public EventHandler {
   void set_up(ConstraintId c, bool up, DownPolicy policy = DownPolicy::kStall);
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
+  // Whether a running activity uses it: one bit per constraint, kept apart from the records, so
+  // that asking touches no record (topo::ClusterResources defers a GPU's capacity changes while
+  // nothing runs on it: at 131k GPUs the records of idle GPUs were a miss per collective member).
+  bool in_use(ConstraintId c) const { return (in_use_[c.value >> 6] >> (c.value & 63)) & 1u; }
   bool is_up(ConstraintId c) const { return settings_[c.value].up; }
   // Sum of weight * rate over the activities using it now, at their rates as of the last settle
   // (computed on demand, O(users): for tests and reports, not hot paths).
@@ -331,6 +335,7 @@ class FluidModel : public EventHandler {
 
   BigVector<ConstraintRec> constraints_;
   BigVector<Settings> settings_;  // per constraint
+  std::vector<uint64_t> in_use_;  // per constraint, a bit: its users are not empty
   std::unordered_map<uint32_t, std::string> names_;  // the constraints given a name
   struct NamerRange {
     uint32_t first, count;

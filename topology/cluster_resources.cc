@@ -48,6 +48,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
   fluid.add_namer(sim::ConstraintId(first_constraint_), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
   comm_active_.assign(n, 0);
+  capacity_stale_.assign((n + 63) / 64, 0);
   gpu_failed_.assign(n, 0);
   if (sim::Log* log = sim_.log())
     log->at(sim::Layer::kTopology)
@@ -69,6 +70,8 @@ bool ClusterResources::order_gpus(std::span<const uint32_t> order) {
   if (sim_.fluid().num_active() > 0 || failed_gpus_ > 0 || !gpu_speed_.empty()) return false;
   for (uint32_t c : comm_active_)
     if (c != 0) return false;
+  for (uint64_t w : capacity_stale_)
+    if (w != 0) return false;
   bool identity = true;
   for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
   if (identity) {
@@ -103,6 +106,7 @@ sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, doubl
   double tm = bytes / (gpu_.hbm_bandwidth_Bps * hbm_efficiency);
   double t0 = std::max(tc, tm);
   if (t0 <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag);
+  if (stale(place(gpu))) apply_gpu_capacity(gpu);
   sim::Use uses[2] = {{sm_pool(gpu), tc / t0}, {hbm(gpu), tm / t0}};
   return sim_.fluid().start(t0, uses, 1.0, owner, tag);
 }
@@ -111,6 +115,7 @@ sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double second
                                                      sim::ActivityOwner* owner, uint64_t tag, uint32_t slot) {
   SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
   if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag, slot);
+  if (stale(place(gpu))) apply_gpu_capacity(gpu);
   sim::Use uses[2] = {{sm_pool(gpu), sm_load}, {hbm(gpu), hbm_load}};
   return sim_.fluid().start(seconds, uses, 1.0, owner, tag, slot);
 }
@@ -182,7 +187,9 @@ void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
 void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
   const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
   double sm_cap = speed, hbm_cap = speed;
-  const uint32_t active = comm_active_[place(gpu)];
+  const uint32_t p = place(gpu);
+  const uint32_t active = comm_active_[p];
+  capacity_stale_[p >> 6] &= ~(uint64_t{1} << (p & 63));
   if (active > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
     if ((active & kSmKernelMask) != 0) sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
     hbm_cap *= 1.0 - opt_.comm_hbm_fraction;
@@ -197,22 +204,31 @@ namespace {
 uint32_t comm_state(uint32_t count) { return (count != 0 ? 1u : 0u) | ((count & 0xFFFFu) != 0 ? 2u : 0u); }
 }  // namespace
 
+void ClusterResources::comm_changed(uint32_t gpu, uint32_t p) {
+  if (opt_.comm_sms == 0 || gpu_.sm_count == 0) return;
+  auto& fluid = sim_.fluid();
+  if (fluid.in_use(sm_pool(gpu)) || fluid.in_use(hbm(gpu)))
+    apply_gpu_capacity(gpu);
+  else
+    capacity_stale_[p >> 6] |= uint64_t{1} << (p & 63);
+}
+
 void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
-  uint32_t& active = comm_active_[place(gpu)];
+  const uint32_t p = place(gpu);
+  uint32_t& active = comm_active_[p];
   const uint32_t before = active;
   active += holds_sms ? 1u : kCopyEngineUnit;
-  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(active))
-    apply_gpu_capacity(gpu);
+  if (comm_state(before) != comm_state(active)) comm_changed(gpu, p);
 }
 
 void ClusterResources::comm_end(uint32_t gpu, bool holds_sms) {
   const uint32_t unit = holds_sms ? 1u : kCopyEngineUnit;
-  uint32_t& active = comm_active_[place(gpu)];
+  const uint32_t p = place(gpu);
+  uint32_t& active = comm_active_[p];
   SIM_ASSERT((active & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
   const uint32_t before = active;
   active -= unit;
-  if (opt_.comm_sms > 0 && gpu_.sm_count > 0 && comm_state(before) != comm_state(active))
-    apply_gpu_capacity(gpu);
+  if (comm_state(before) != comm_state(active)) comm_changed(gpu, p);
 }
 
 }  // namespace topo

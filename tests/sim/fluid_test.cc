@@ -232,6 +232,32 @@ TEST(FluidModel, CancelFreesCapacityForOthers) {
   EXPECT_EQ(rec.done[0], Time::infinite());
 }
 
+// in_use says whether some running activity uses the constraint, whichever way its users come
+// and go: a start sets it, the last user's end, cancel or failure clears it. Constraints 0-69, so
+// that the bits span two words; flow X on 65, flow Y on 65 and 3, flow Z on 64 (100 B/s each).
+TEST(FluidModel, InUseFollowsTheUsers) {
+  Simulation s(1);
+  Recorder rec(s);
+  std::vector<ConstraintId> c;
+  for (int i = 0; i < 70; ++i) c.push_back(s.fluid().add_constraint(100.0));
+  for (ConstraintId x : c) EXPECT_FALSE(s.fluid().in_use(x));
+  Use x{c[65], 1.0};
+  Use y[2] = {{c[65], 1.0}, {c[3], 1.0}};
+  Use z{c[64], 1.0};
+  s.fluid().start(1000.0, {&x, 1}, kUnbounded, &rec, 0);
+  auto fy = s.fluid().start(1000.0, y, kUnbounded, &rec, 1);
+  auto fz = s.fluid().start(1000.0, {&z, 1}, kUnbounded, nullptr, 2);  // no owner: fail just removes it
+  for (int i = 0; i < 70; ++i) EXPECT_EQ(s.fluid().in_use(c[i]), i == 3 || i == 64 || i == 65) << i;
+  s.fluid().cancel(fy);  // 65 still has X
+  EXPECT_FALSE(s.fluid().in_use(c[3]));
+  EXPECT_TRUE(s.fluid().in_use(c[65]));
+  s.fluid().fail(fz);
+  EXPECT_FALSE(s.fluid().in_use(c[64]));
+  s.run();  // X ends at 10 s
+  EXPECT_EQ(rec.done[0], Time::sec(10));
+  for (ConstraintId i : c) EXPECT_FALSE(s.fluid().in_use(i));
+}
+
 // A freed activity slot is reused by the next start; when the new activity uses more constraints
 // than the slot held before, its uses must not spill into another activity's. Up to 4 uses sit in
 // the activity's record, more in a pool region per slot (5 and 6 uses: 8 places each, adjacent),
@@ -496,6 +522,7 @@ TEST(FluidModelFailure, DownWithFailFailsTheUsersAndTheSurvivorSpeedsUp) {
   EXPECT_EQ(t.rec.done_at(0), Time::ms(1250));
   EXPECT_EQ(s.fluid().num_active(), 0u);
   EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(t.side), 0.0) << "the constraint stays down";
+  EXPECT_FALSE(s.fluid().in_use(t.side)) << "its failed user left it";
   EXPECT_DOUBLE_EQ(s.fluid().load(t.link), 0.0);
   EXPECT_DOUBLE_EQ(s.fluid().load(t.side), 0.0);
 }

@@ -18,6 +18,14 @@ HardwareProfile comm_profile() {
   return o;
 }
 
+// When each kernel ended, by tag (the GPU it ran on).
+struct KernelEnds : sim::ActivityOwner {
+  explicit KernelEnds(sim::Simulation& sim) : s(sim) {}
+  sim::Simulation& s;
+  sim::Time end[4];
+  void on_activity_done(sim::ActivityId, uint64_t tag) override { end[tag] = s.now(); }
+};
+
 // One kernel alone on GPU 0 of a 2-GPU node while a communication of the given kind runs there
 // (holds_sms: NCCL's kernels; false: copy-engine copies); returns when it ends.
 sim::Time kernel_end(bool communicating, bool holds_sms, double flops, double bytes) {
@@ -63,6 +71,36 @@ TEST(ClusterResourcesComm, NestedKindsRestoreTheCapacityTheyTook) {
   res.comm_end(0, false);
 }
 
+// While no kernel runs on a GPU, communication changes its SM pool's capacity only when the next
+// kernel starts (the record is not touched before); while one runs, at once. Compute-bound
+// kernels of 1 ms alone (1e12 FLOPs at 1e15 FLOP/s), 1,137,932 ns beside NCCL's kernels
+// (CopyEnginesTakeHbmButNoSms). GPU 0: communication begins while its kernel runs. GPU 1:
+// communication begins and ends on an idle GPU, then its kernel starts. GPU 2: it begins on an
+// idle GPU, its kernel starts while it runs.
+TEST(ClusterResourcesComm, ACapacityChangeReachesRunningAndLaterKernels) {
+  auto t = build_scale_up(4, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
+  sim::Simulation s(1);
+  const HardwareProfile o = comm_profile();
+  ClusterResources res(s, t, find_gpu("h100-sxm"), o);
+  KernelEnds ends(s);
+  res.start_kernel(0, 1e12, 1e15, 0, 1.0, &ends, 0);
+  res.comm_begin(0);
+  EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(res.sm_pool(0)), 116.0 / 132.0);
+  res.comm_begin(1);
+  res.comm_begin(2);
+  EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(res.sm_pool(1)), 1.0) << "idle: noted, not yet set";
+  res.comm_end(1);
+  res.start_kernel(1, 1e12, 1e15, 0, 1.0, &ends, 1);
+  res.start_kernel(2, 1e12, 1e15, 0, 1.0, &ends, 2);
+  EXPECT_DOUBLE_EQ(s.fluid().effective_capacity(res.sm_pool(2)), 116.0 / 132.0);
+  s.run();
+  res.comm_end(0);
+  res.comm_end(2);
+  EXPECT_EQ(ends.end[0], sim::Time::ns(1137932));
+  EXPECT_EQ(ends.end[1], sim::Time::ms(1));
+  EXPECT_EQ(ends.end[2], sim::Time::ns(1137932));
+}
+
 // The GPU order moves where a GPU's records lie, not what they do: after reversing the order of a
 // 4-GPU node, communication on GPU 1 slows GPU 1's kernel (1 ms x 132 / 116 = 1,137,932 ns, as
 // CopyEnginesTakeHbmButNoSms works out) and no other GPU's, the names follow the GPUs, and once
@@ -82,12 +120,7 @@ TEST(ClusterResourcesOrder, ReorderedGpusKeepTheirOwnCapacitiesAndNames) {
   EXPECT_EQ(s.fluid().name(res.hbm(0)), "gpu0 HBM");
   EXPECT_EQ(s.fluid().name(sm1_before), "gpu2 SMs");  // GPU 1's old record is GPU 2's now
 
-  struct Ends : sim::ActivityOwner {
-    sim::Simulation* s = nullptr;
-    sim::Time end[4];
-    void on_activity_done(sim::ActivityId, uint64_t tag) override { end[tag] = s->now(); }
-  } ends;
-  ends.s = &s;
+  KernelEnds ends(s);
   res.comm_begin(1);
   for (uint32_t g = 0; g < 4; ++g) res.start_kernel(g, 1e12, 1e15, 0, 1.0, &ends, g);
   EXPECT_FALSE(res.order_gpus(std::vector<uint32_t>{0, 1, 2, 3}));  // kernels are running
