@@ -164,6 +164,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
     gather_need_[c] = static_cast<uint32_t>(cm.generated ? job_.layout.size(cm.axis, cm.also) : cm.members.size());
   }
   if (opt.symmetric_dp) setup_symmetric();
+  compute_slot_steps();
   uint64_t seqs = static_cast<uint64_t>(sn) * num_generated_;
   for (size_t c = 0; c < job_.comms.size(); ++c)
     if (!job_.comms[c].generated) {
@@ -440,6 +441,26 @@ std::vector<uint32_t> ProgramExecutor::state_order(uint32_t world) const {
       return job_.layout.coord(a, Dim::kPp) < job_.layout.coord(b, Dim::kPp);
     });
   return order;
+}
+
+// Checked for every rank rather than derived from the state order, so that any order keeps
+// correct hints (a communicator that fails the check falls back to slot_of_).
+void ProgramExecutor::compute_slot_steps() {
+  slot_step_.assign(job_.comms.size(), kNone);
+  const uint32_t n = job_.world();
+  if (state_ranks_ != n || job_.layout.world() != n) return;
+  for (size_t c = 0; c < job_.comms.size(); ++c) {
+    const Communicator& cm = job_.comms[c];
+    if (!cm.generated || cm.also != Dim::kCount || job_.layout.size(cm.axis) < 2) continue;
+    const uint32_t stride = job_.layout.stride(cm.axis);
+    const auto step = static_cast<uint32_t>(slot_of_[stride] - slot_of_[0]);
+    bool linear = true;
+    for (uint32_t r = 0; r < n && linear; ++r) {
+      const uint32_t i = job_.layout.coord(r, cm.axis);
+      linear = slot_of_[r] == slot_of_[r - i * stride] + i * step;
+    }
+    if (linear) slot_step_[c] = step;
+  }
 }
 
 // The GPUs' records (SM pool, HBM) in the state order of the ranks on them, those of no rank with
@@ -725,7 +746,12 @@ void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16
   if (++g.arrived < gather_need_[op.comm]) return;
   // The last member arrived: start the collective.
   const uint32_t f = take_slot(coll_flights_, free_coll_flights_);
-  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, g.stream, g.mixed, nullptr, sim_.now()};
+  uint32_t first_slot = 0;
+  if (slot_step_[op.comm] != kNone) {
+    const Communicator& cm = job_.comms[op.comm];
+    first_slot = ranks_[rank].slot - job_.layout.coord(rank, cm.axis) * slot_step_[op.comm];
+  }
+  coll_flights_[f] = CollFlight{op.comm, inst, g.seq, rank, first_slot, g.stream, g.mixed, nullptr, sim_.now()};
   const bool v = op.index != 0 && op.coll == CollectiveOp::kAllToAll;
   if (v) {
     // All-to-all-v: a plan of its own from every member's per-peer sizes.
@@ -1039,10 +1065,14 @@ void ProgramExecutor::on_collective_done(uint64_t tag) {
   // member's state is about 9 lines (streams, rank record, category times, call counters); with
   // 16 ahead, a tensor-parallel group asked for all 8 members' 72 lines at once, more than the
   // core keeps in flight, and measured 2% slower at 65,536 GPUs.
+  const uint32_t step = slot_step_[cf.comm];
   sim::for_each_prefetched(
       members.size(), 4,
       [&](size_t j) {
-        if (!opt_symmetric_ || simulated_[members[j]]) prefetch_rank(members[j]);
+        if (step != kNone)
+          prefetch_slot(cf.first_slot + static_cast<uint32_t>(j) * step);
+        else if (!opt_symmetric_ || simulated_[members[j]])
+          prefetch_rank(members[j]);
       },
       [&](size_t i) {
         moving_since_ = cf.started;

@@ -218,6 +218,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   };
   struct CollFlight {
     uint32_t comm = 0, instance = 0, seq = 0, any_member = 0;
+    uint32_t first_slot = 0;  // its first member's slot, where slot_step_[comm] says where the others are
     uint16_t stream = 0;
     bool mixed = false;
     std::unique_ptr<CollectivePlan> own_plan;  // all-to-all-v: its plan, alive until it is done
@@ -331,6 +332,13 @@ class ProgramExecutor : public sim::ActivityOwner,
   };
   std::vector<Where> where_;
   std::vector<uint32_t> slot_of_;  // per rank with state: its slot (RankState::slot, for prefetch_rank)
+  // Per communicator: the slots of each of its groups' members, in member order, are
+  // first + i x this (kNone: not so, or not known). Every generated single-axis group is, when each
+  // rank has state: its members differ in one coordinate, and the state order keeps the layout's
+  // order within a pipeline stage. A collective's completion then finds its members' state
+  // without reading slot_of_, rank-ordered and so, in a stage's walk, a miss per group at 131k GPUs.
+  std::vector<uint32_t> slot_step_;
+  void compute_slot_steps();
   std::vector<std::vector<uint16_t>> kernel_index_;  // per template, per stream: among its streams with kernel ops
   std::vector<sim::Time> dead_at_;  // per rank: when it died
   std::vector<uint32_t> recv_base_;    // per rank, into arrival_
