@@ -47,7 +47,8 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
   }
   // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
   fluid.add_namer(sim::ConstraintId(first_constraint_), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
-  comm_active_.assign(n, 0);
+  gpus_.resize(n);
+  for (uint32_t g = 0; g < n; ++g) gpus_[g].place = g;
   capacity_stale_.assign((n + 63) / 64, 0);
   gpu_failed_.assign(n, 0);
   if (sim::Log* log = sim_.log())
@@ -68,17 +69,16 @@ bool ClusterResources::order_gpus(std::span<const uint32_t> order) {
   }
   // Untouched: every GPU's SM pool and HBM at capacity 1 with no user, so places can be swapped.
   if (sim_.fluid().num_active() > 0 || failed_gpus_ > 0 || !gpu_speed_.empty()) return false;
-  for (uint32_t c : comm_active_)
-    if (c != 0) return false;
+  for (const GpuState& g : gpus_)
+    if (g.comm_active != 0) return false;
   for (uint64_t w : capacity_stale_)
     if (w != 0) return false;
   bool identity = true;
   for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
+  for (uint32_t g = 0; g < n; ++g) gpus_[g].place = place[g];
   if (identity) {
-    place_of_.clear();
     gpu_at_.clear();
   } else {
-    place_of_ = std::move(place);
     gpu_at_.assign(order.begin(), order.end());
   }
   return true;
@@ -188,7 +188,7 @@ void ClusterResources::apply_gpu_capacity(uint32_t gpu) {
   const double speed = gpu_speed_.empty() ? 1.0 : gpu_speed_[gpu];
   double sm_cap = speed, hbm_cap = speed;
   const uint32_t p = place(gpu);
-  const uint32_t active = comm_active_[p];
+  const uint32_t active = gpus_[gpu].comm_active;
   capacity_stale_[p >> 6] &= ~(uint64_t{1} << (p & 63));
   if (active > 0 && opt_.comm_sms > 0 && gpu_.sm_count > 0) {
     if ((active & kSmKernelMask) != 0) sm_cap *= 1.0 - std::min(1.0, static_cast<double>(opt_.comm_sms) / gpu_.sm_count);
@@ -214,8 +214,8 @@ void ClusterResources::comm_changed(uint32_t gpu, uint32_t p) {
 }
 
 void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
-  const uint32_t p = place(gpu);
-  uint32_t& active = comm_active_[p];
+  const uint32_t p = gpus_[gpu].place;
+  uint32_t& active = gpus_[gpu].comm_active;
   const uint32_t before = active;
   active += holds_sms ? 1u : kCopyEngineUnit;
   if (comm_state(before) != comm_state(active)) comm_changed(gpu, p);
@@ -223,8 +223,8 @@ void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
 
 void ClusterResources::comm_end(uint32_t gpu, bool holds_sms) {
   const uint32_t unit = holds_sms ? 1u : kCopyEngineUnit;
-  const uint32_t p = place(gpu);
-  uint32_t& active = comm_active_[p];
+  const uint32_t p = gpus_[gpu].place;
+  uint32_t& active = gpus_[gpu].comm_active;
   SIM_ASSERT((active & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
   const uint32_t before = active;
   active -= unit;

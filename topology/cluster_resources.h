@@ -46,19 +46,19 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   sim::ConstraintId link(uint32_t link_index) const { return sim::ConstraintId(first_constraint_ + link_index); }
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu)); }
   sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu) + 1); }
-  // Lays the GPUs' records (SM pool, HBM, communication count) out in `order`, a permutation of
+  // Lays the GPUs' SM pool and HBM records (and stale-capacity bits) out in `order`, a permutation of
   // the GPUs: GPU order[i]'s come i-th. A workload whose events visit GPUs in a known order (the
   // executor: one pipeline stage of every data-parallel replica at a time) passes it, so that its
   // walk over these records is sequential in memory, which the hardware prefetcher follows.
   // Changes no result. Only while the GPUs are untouched (no activity running, no communication,
   // straggler or failure set): returns false and changes nothing otherwise.
   bool order_gpus(std::span<const uint32_t> order);
-  // A hint: what comm_begin/comm_end on `gpu` touch (its communication count; its SM pool and HBM
-  // records only while a kernel runs on it, see comm_begin). A collective's members are far apart
-  // at 16k GPUs and more, so asking for all of them before touching any overlaps their cache misses.
+  // A hint: what comm_begin/comm_end on `gpu` touch (its place and communication count; its SM
+  // pool and HBM records only while a kernel runs on it, see comm_begin). A collective's members
+  // are far apart at 16k GPUs and more, so asking for all of them before touching any overlaps
+  // their cache misses.
   void prefetch_gpu(uint32_t gpu) const {
-    if (gpu >= comm_active_.size()) return;
-    __builtin_prefetch(&comm_active_[place(gpu)], 1);
+    if (gpu < gpus_.size()) __builtin_prefetch(&gpus_[gpu], 1);
   }
 
   // A link's nominal capacity: its bandwidth times its kind's efficiency (bytes/s).
@@ -113,12 +113,18 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   GpuSpec gpu_;
   HardwareProfile opt_;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
-  // The GPU order (order_gpus): each GPU's place, and the GPU at each place; empty: identity.
-  std::vector<uint32_t> place_of_, gpu_at_;
-  uint32_t place(uint32_t gpu) const { return place_of_.empty() ? gpu : place_of_[gpu]; }
-  // Per GPU: communication kernels on SMs in the low 16 bits, copy-engine copies above.
+  // Per GPU, in GPU order: its place in the GPU order (order_gpus) and how much communication
+  // runs on it (communication kernels on SMs in the low 16 bits, copy-engine copies above). One
+  // record, so that comm_begin/comm_end read one line for a node's GPUs, not a place and then,
+  // from it, a count (two misses in a row at 131k GPUs).
+  struct GpuState {
+    uint32_t place = 0;
+    uint32_t comm_active = 0;
+  };
   static constexpr uint32_t kSmKernelMask = 0xFFFFu, kCopyEngineUnit = 1u << 16;
-  std::vector<uint32_t> comm_active_;  // per place
+  std::vector<GpuState> gpus_;
+  std::vector<uint32_t> gpu_at_;  // the GPU at each place; empty: identity
+  uint32_t place(uint32_t gpu) const { return gpus_[gpu].place; }
   // Per place, a bit: its SM pool's and HBM's capacities are not yet what apply_gpu_capacity would
   // set (a change while no kernel ran on it, see comm_begin).
   std::vector<uint64_t> capacity_stale_;
