@@ -214,7 +214,8 @@ int cmd_sweep(const SweepOptions& opt) {
       for (const auto& [k, v] : rows[r].fields) by_key[k] = &v;
       for (const auto& c : columns) {
         auto it = by_key.find(c);
-        text += "," + (it == by_key.end() ? std::string() : csv_cell(cell_text(*it->second)));
+        text += ',';
+        if (it != by_key.end()) text += csv_cell(cell_text(*it->second));
       }
       text += "\n";
     }
