@@ -113,8 +113,8 @@ class FluidModel : public EventHandler {
   void set_speed_factor(ConstraintId c, double factor);
   double effective_capacity(ConstraintId c) const { return constraints_[c.value].effective; }
   // Whether a running activity uses it: one bit per constraint, kept apart from the records, so
-  // that asking touches no record (topo::ClusterResources defers a GPU's capacity changes while
-  // nothing runs on it: at 131k GPUs the records of idle GPUs were a miss per collective member).
+  // that asking touches no record (an owner may then put off changing an idle constraint's
+  // capacity until it starts something there, without reading the record first).
   bool in_use(ConstraintId c) const { return (in_use_[c.value >> 6] >> (c.value & 63)) & 1u; }
   bool is_up(ConstraintId c) const { return settings_[c.value].up; }
   // Sum of weight * rate over the activities using it now, at their rates as of the last settle

@@ -204,31 +204,31 @@ namespace {
 uint32_t comm_state(uint32_t count) { return (count != 0 ? 1u : 0u) | ((count & 0xFFFFu) != 0 ? 2u : 0u); }
 }  // namespace
 
-void ClusterResources::comm_changed(uint32_t gpu, uint32_t p) {
+void ClusterResources::comm_changed(uint32_t gpu) {
   if (opt_.comm_sms == 0 || gpu_.sm_count == 0) return;
   auto& fluid = sim_.fluid();
-  if (fluid.in_use(sm_pool(gpu)) || fluid.in_use(hbm(gpu)))
+  if (fluid.in_use(sm_pool(gpu)) || fluid.in_use(hbm(gpu))) {
     apply_gpu_capacity(gpu);
-  else
+  } else {
+    const uint32_t p = place(gpu);
     capacity_stale_[p >> 6] |= uint64_t{1} << (p & 63);
+  }
 }
 
 void ClusterResources::comm_begin(uint32_t gpu, bool holds_sms) {
-  const uint32_t p = gpus_[gpu].place;
   uint32_t& active = gpus_[gpu].comm_active;
   const uint32_t before = active;
   active += holds_sms ? 1u : kCopyEngineUnit;
-  if (comm_state(before) != comm_state(active)) comm_changed(gpu, p);
+  if (comm_state(before) != comm_state(active)) comm_changed(gpu);
 }
 
 void ClusterResources::comm_end(uint32_t gpu, bool holds_sms) {
   const uint32_t unit = holds_sms ? 1u : kCopyEngineUnit;
-  const uint32_t p = gpus_[gpu].place;
   uint32_t& active = gpus_[gpu].comm_active;
   SIM_ASSERT((active & (holds_sms ? kSmKernelMask : ~kSmKernelMask)) >= unit, "comm_end without comm_begin");
   const uint32_t before = active;
   active -= unit;
-  if (comm_state(before) != comm_state(active)) comm_changed(gpu, p);
+  if (comm_state(before) != comm_state(active)) comm_changed(gpu);
 }
 
 }  // namespace topo

@@ -131,7 +131,7 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   bool stale(uint32_t p) const { return (capacity_stale_[p >> 6] >> (p & 63)) & 1u; }
   // The GPU's communication state changed: set its capacities now if a kernel runs on it, else
   // when one starts.
-  void comm_changed(uint32_t gpu, uint32_t p);
+  void comm_changed(uint32_t gpu);
   std::vector<uint8_t> gpu_failed_;  // per GPU: fail_gpu() was called
   uint32_t failed_gpus_ = 0;         // how many have
   std::vector<double> gpu_speed_;    // per GPU once a straggler was set (empty: all at full speed)

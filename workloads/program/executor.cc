@@ -444,11 +444,12 @@ std::vector<uint32_t> ProgramExecutor::state_order(uint32_t world) const {
 }
 
 // Checked for every rank rather than derived from the state order, so that any order keeps
-// correct hints (a communicator that fails the check falls back to slot_of_).
+// correct hints (a communicator that fails the check falls back to slot_of_). Not in symmetric
+// mode, whose hints skip the members that are not simulated.
 void ProgramExecutor::compute_slot_steps() {
   slot_step_.assign(job_.comms.size(), kNone);
   const uint32_t n = job_.world();
-  if (state_ranks_ != n || job_.layout.world() != n) return;
+  if (opt_symmetric_ || state_ranks_ != n || job_.layout.world() != n) return;
   for (size_t c = 0; c < job_.comms.size(); ++c) {
     const Communicator& cm = job_.comms[c];
     if (!cm.generated || cm.also != Dim::kCount || job_.layout.size(cm.axis) < 2) continue;
