@@ -503,7 +503,9 @@ std::string FluidModel::name(ConstraintId c) const {
   if (auto it = names_.find(c.value); it != names_.end()) return it->second;
   for (const NamerRange& r : namers_)
     if (c.value >= r.first && c.value - r.first < r.count) return r.namer->constraint_name(c);
-  return "#" + std::to_string(c.value);
+  std::string id = "#";
+  id += std::to_string(c.value);
+  return id;
 }
 
 void FluidModel::describe_stalled(std::string& out, size_t max_lines) const {

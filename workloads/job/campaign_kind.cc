@@ -155,8 +155,14 @@ class CampaignResult : public JobResult {
   std::string problem() const override { return problem_; }
   std::string summary() const override {
     std::string o = campaign_summary_text(spec_, summary_);
-    if (sweep_) o += "\n" + campaign_sweep_text(spec_, *sweep_);
-    return o + "\n" + steps_note_ + "\n";
+    if (sweep_) {
+      o += '\n';
+      o += campaign_sweep_text(spec_, *sweep_);
+    }
+    o += '\n';
+    o += steps_note_;
+    o += '\n';
+    return o;
   }
   void to_json(nlohmann::ordered_json& out) const override {
     campaign_to_json(spec_, summary_, out);

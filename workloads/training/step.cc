@@ -46,8 +46,10 @@ std::string step_fingerprint(const StepResult& r) {
                     " dp_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDp)]) +
                     " dp_outer_ns=" + ns(b.exposed[static_cast<size_t>(Dim::kDpOuter)]) + " bubble_ns=" + ns(b.bubble) +
                     " optimizer_ns=" + ns(b.optimizer) + " host_ns=" + ns(b.host) + " mem=";
-  for (size_t i = 0; i < r.memory.size(); ++i)
-    out += (i ? "/" : "") + std::to_string(std::llround(r.memory[i].bytes.total()));
+  for (size_t i = 0; i < r.memory.size(); ++i) {
+    if (i) out += '/';
+    out += std::to_string(std::llround(r.memory[i].bytes.total()));
+  }
   out += r.fits ? " fits" : " oom";
   return out;
 }
