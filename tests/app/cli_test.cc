@@ -73,7 +73,10 @@ class CliTest : public ::testing::Test {
   // Runs clustersim with `args` (each quoted), in the temporary folder.
   CliResult run(const std::vector<std::string>& args) {
     std::string cmd = "cd " + quote(dir_.string()) + " && " + quote(kBinary);
-    for (const auto& a : args) cmd += " " + quote(a);
+    for (const auto& a : args) {
+      cmd += ' ';
+      cmd += quote(a);
+    }
     cmd += " >" + quote(file("stdout.txt").string()) + " 2>" + quote(file("stderr.txt").string());
     CliResult r;
     auto t0 = std::chrono::steady_clock::now();
@@ -438,8 +441,10 @@ TEST_F(CliErrors, SelfReferencingAliasAndAliasBomb) {
   // y06: 2^30 leaves from 31 lines (each alias doubles the last): refused at once.
   std::string bomb = "a0: &a0 [x, x]\n";
   for (int i = 1; i < 30; ++i)
-    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
-            std::to_string(i - 1) + "]\n";
+    for (const std::string& piece : {std::string("a"), std::to_string(i), std::string(": &a"), std::to_string(i),
+                                     std::string(" [*a"), std::to_string(i - 1), std::string(", *a"),
+                                     std::to_string(i - 1), std::string("]\n")})
+      bomb += piece;
   write_text(file("bomb.yaml"), bomb);
   CliResult b = run({"run", "--quiet", "bomb.yaml"});
   expect_one_error_line(b);
@@ -833,7 +838,10 @@ std::string with_failures(const std::string& failures) {
 
 TEST_F(CliFailures, NodeDeathInsideALlama3StepIsAbortedOneWatchdogTimeoutAfterTheOldestHungOp) {
   std::string all_ranks;
-  for (int r = 0; r < 64; ++r) all_ranks += (r ? "," : "") + std::to_string(r);
+  for (int r = 0; r < 64; ++r) {
+    if (r) all_ranks += ',';
+    all_ranks += std::to_string(r);
+  }
   write_text(file("healthy.yaml"), with_failures("  events: []\n"));
   ASSERT_EQ(run({"run", "healthy.yaml", "--quiet", "--trace", "h.json", "--trace-ranks", all_ranks}).status, 0);
   write_text(file("f.yaml"), with_failures("  watchdog: 10s\n  events: [{at: 700ms, kill: {node: 7}}]\n"));

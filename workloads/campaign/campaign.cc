@@ -869,7 +869,11 @@ TrialResult run_islands_trial(const Plan& plan, uint64_t seed) {
   const CampaignSpec& spec = *plan.spec;
   sim::RandomStreams rs(seed);
   std::vector<std::unique_ptr<Lane>> lanes;
-  for (int64_t i = 0; i < plan.lanes; ++i) lanes.push_back(std::make_unique<Lane>(plan, rs, "." + std::to_string(i)));
+  for (int64_t i = 0; i < plan.lanes; ++i) {
+    std::string suffix = ".";
+    suffix += std::to_string(i);  // appended, not "." + ..., which GCC 12's -Wrestrict misreads (bug 105329)
+    lanes.push_back(std::make_unique<Lane>(plan, rs, suffix));
+  }
   const int64_t h = spec.job.inner_steps_per_round;
   const int64_t rounds = plan.work > 0 ? (plan.work + h - 1) / h : 0;
   const double t_end = plan.work > 0 ? kMaxWallS : plan.t_end;
