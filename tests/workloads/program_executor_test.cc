@@ -189,6 +189,61 @@ TEST(ProgramExecutor, DependencyOnlyOpJoinsStreams) {
   EXPECT_EQ(o.end_ns, 5'000'000);
 }
 
+TEST(Program, FinalizeListsTheStreamsEachOpMayWake) {
+  // Streams 0, 1, 2. A (s0); B (s1) after A; C (s2) after A and B; a join J on no stream after C;
+  // D (s0) after J. An op wakes its own stream and the streams of the ops that depend on it: A
+  // wakes s0 (itself), s1 (B) and s2 (C): 0b111; B wakes s1 and s2 (C): 0b110; C wakes s2 only (J
+  // is on no stream: the executor looks at dependency-only ops on every pass): 0b100; J wakes s0
+  // (D): 0b001; D wakes s0: 0b001.
+  Program p;
+  for (const char* name : {"s0", "s1", "s2"}) p.add_stream(name);
+  const uint32_t a = p.add(timed(1e-3, 0));
+  const uint32_t b = p.add(timed(1e-3, 1), {a});
+  const uint32_t c = p.add(timed(1e-3, 2), {a, b});
+  Op join;
+  join.kind = OpKind::kMarker;
+  join.stream = kNoStream;
+  const uint32_t j = p.add(join, {c});
+  const uint32_t d = p.add(timed(1e-3, 0), {j});
+  p.finalize();
+  EXPECT_EQ(p.op(a).wakes, 0b111u);
+  EXPECT_EQ(p.op(b).wakes, 0b110u);
+  EXPECT_EQ(p.op(c).wakes, 0b100u);
+  EXPECT_EQ(p.op(j).wakes, 0b001u);
+  EXPECT_EQ(p.op(d).wakes, 0b001u);
+  // 65 streams do not fit the mask: every op wakes every stream.
+  Program wide;
+  for (int s = 0; s < 65; ++s) wide.add_stream(std::to_string(s));
+  const uint32_t w = wide.add(timed(1e-3, 64));
+  wide.finalize();
+  EXPECT_EQ(wide.op(w).wakes, ~uint64_t{0});
+}
+
+TEST(ProgramExecutor, AZeroTimeOpWakesAStreamLaterInTheSamePass) {
+  // Stream 0: X (timed 1 ms), then marker M. Stream 1: Y (timed 1 ms) after X. Stream 2: Z (delay
+  // 2 ms, no GPU) after M; stream 3: W (timed 1 ms) after Z. X's completion at 1 ms wakes streams
+  // 0 and 1 only; issuing M (stream 0) completes it at once, which wakes stream 2 in the middle of
+  // that pass: Z must start at 1 ms and end at 3 ms. Y runs alone on the GPU 1-2 ms; W 3-4 ms.
+  // Had M's wake of stream 2 been lost, Z would never start: a deadlock.
+  Program p;
+  for (const char* name : {"s0", "s1", "s2", "s3"}) p.add_stream(name);
+  const uint32_t x = p.add(timed(1e-3, 0));
+  Op m;
+  m.kind = OpKind::kMarker;
+  m.stream = 0;
+  const uint32_t mi = p.add(m, {x});
+  p.add(timed(1e-3, 1), {x});
+  Op z;
+  z.kind = OpKind::kDelay;
+  z.stream = 2;
+  z.seconds = 2e-3;
+  const uint32_t zi = p.add(z, {mi});
+  p.add(timed(1e-3, 3), {zi});
+  auto o = run(one_template_per_rank({p}), 1);
+  ASSERT_TRUE(o.finished) << o.report << o.error;
+  EXPECT_EQ(o.end_ns, 4'000'000);
+}
+
 TEST(ProgramExecutor, TwoOutstandingSendsToDifferentPeers) {
   // Rank 0 sends 1 MB to rank 1 and 2 MB to rank 2 from two streams at once. Its NIC uplink (1 GB/s)
   // is shared: both messages start after 1 us; at 0.5 GB/s each the 1 MB one ends at

@@ -3,6 +3,7 @@
 #include "workloads/collectives/cluster_shape.h"
 
 #include <algorithm>
+#include <bit>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -376,26 +377,37 @@ bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) c
   return true;
 }
 
-void ProgramExecutor::pump(uint32_t rank) {
-  pump_queue_.push_back(rank);
+void ProgramExecutor::pump(uint32_t rank, uint64_t wake) {
+  pump_queue_.push_back(PumpRequest{rank, wake});
   if (pumping_) return;
   pumping_ = true;
   while (!pump_queue_.empty()) {
-    uint32_t r = pump_queue_.back();
+    const PumpRequest req = pump_queue_.back();
     pump_queue_.pop_back();
+    const uint32_t r = req.rank;
     if (ranks_[r].dead || stopped_) continue;
     const Program& p = state_program(r);
     const uint16_t ns = p.num_streams();
     StreamState* streams = &streams_[ranks_[r].stream_base];
     // One pass over the stream heads issues everything ready. Issuing an op changes only its own
     // stream (busy), so another pass can find more only when an op of this rank completed during
-    // the pass (a zero-time op, an arrived message, a trivial collective): then pass again.
+    // the pass (a zero-time op, an arrived message, a trivial collective): then pass again, over
+    // the streams those completions woke. A stream woken during a pass, past the stream being
+    // looked at, is looked at in the same pass, as a pass over every stream would: the streams
+    // become ready, and their ops are issued, in the same order.
+    uint64_t candidates = req.streams;
     bool progress = true;
     while (progress) {
       progress = false;
       pass_rank_ = r;
       completed_in_pass_ = false;
+      pass_wakes_ = 0;
       for (uint16_t s = 0; s < ns; ++s) {
+        if (ns <= 64) {  // skip to the next stream that may be ready (s < ns <= 64)
+          const uint64_t rest = (candidates | pass_wakes_) >> s;
+          if (rest == 0) break;
+          s = static_cast<uint16_t>(s + std::countr_zero(rest));
+        }
         StreamState& st = streams[s];
         if (st.busy) continue;
         const auto& list = p.stream_ops(s);
@@ -421,6 +433,7 @@ void ProgramExecutor::pump(uint32_t rank) {
         if (ranks_[r].ops_left == 0) break;
         progress = true;
       }
+      candidates = pass_wakes_;
     }
   }
   pumping_ = false;
@@ -936,7 +949,10 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
 
 [[gnu::always_inline]] inline void ProgramExecutor::finish_op(uint32_t rank, const Program& p, const Op& op) {
   RankState& rs = ranks_[rank];
-  if (rank == pass_rank_) completed_in_pass_ = true;
+  if (rank == pass_rank_) {
+    completed_in_pass_ = true;
+    pass_wakes_ |= op.wakes;
+  }
   ++ops_executed_;
   if (op.kind == OpKind::kMemory) {
     Memory& m = memory_[rank];
@@ -956,7 +972,7 @@ void ProgramExecutor::complete(uint32_t rank, uint16_t s) {
     step_end_ = std::max(step_end_, rs.end);
     return;
   }
-  pump(rank);
+  pump(rank, op.wakes);
 }
 
 // The streams and category times of the rank kSlotsAhead places after `rs` in state order, taking

@@ -259,7 +259,12 @@ class ProgramExecutor : public sim::ActivityOwner,
   }
   static constexpr uint32_t kSlotsAhead = 6;
   void prefetch_slots_after(const RankState& rs, uint16_t streams) const;
-  void pump(uint32_t rank);
+  // Issues every op of the rank that is ready, stream by stream in stream order. `streams` (bit s:
+  // stream s) are the streams that may have become ready since the rank's last pump (an op's
+  // Op::wakes); the others are known not to be: each was busy, finished, or found blocked on a
+  // dependency that has not completed since. Programs of more than 64 streams look at all of them.
+  static constexpr uint64_t kAllStreams = ~uint64_t{0};
+  void pump(uint32_t rank, uint64_t streams = kAllStreams);
   void issue(uint32_t rank, const Program& p, uint32_t op_index);
   void complete(uint32_t rank, uint16_t s);
   void finish_op(uint32_t rank, const Program& p, const Op& op);
@@ -373,10 +378,15 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint32_t> scratch_members_, scratch_gpus_;
   std::deque<std::vector<uint32_t>> member_buffers_;
   size_t completion_depth_ = 0;
-  std::vector<uint32_t> pump_queue_;
+  struct PumpRequest {
+    uint32_t rank;
+    uint64_t streams;
+  };
+  std::vector<PumpRequest> pump_queue_;
   bool pumping_ = false;
-  uint32_t pass_rank_ = 0xFFFFFFFFu;  // the rank pump() is passing over, and whether one of its
-  bool completed_in_pass_ = false;    // ops completed during that pass
+  uint32_t pass_rank_ = 0xFFFFFFFFu;  // the rank pump() is passing over, whether one of its ops
+  bool completed_in_pass_ = false;    // completed during that pass, and the streams those
+  uint64_t pass_wakes_ = 0;           // completions may have made ready
   uint32_t ranks_done_ = 0, dead_count_ = 0;
   uint32_t ranks_to_run_ = 0;  // the world, or in symmetric mode the ranks of replica 0
   uint32_t state_ranks_ = 0;   // ranks with state (ranks_, streams_, ...): ranks [0, state_ranks_)

@@ -108,6 +108,14 @@ void Program::finalize() {
     d.pos = ops_[d.op].pos;
     d.stream = ops_[d.op].stream;
   }
+  // A stream's head becomes ready only when one of its dependencies completes, or the op before it
+  // on its stream (which is how it became the head): those are the streams to look at afterwards.
+  const bool few_streams = stream_ops_.size() <= 64;
+  for (Op& op : ops_) op.wakes = few_streams ? (op.stream == kNoStream ? 0 : uint64_t{1} << op.stream) : ~uint64_t{0};
+  if (few_streams)
+    for (const Op& op : ops_)
+      for (uint32_t k = 0; k < op.deps_count; ++k)
+        if (op.stream != kNoStream) ops_[deps_[op.deps_begin + k].op].wakes |= uint64_t{1} << op.stream;
   finalized_ = true;
 }
 

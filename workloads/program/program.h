@@ -98,7 +98,7 @@ double gemm_wave_factor(double rows, double cols, uint32_t sms);
 inline constexpr uint16_t kNoStream = 0xFFFF;
 inline constexpr uint8_t kAbsolutePeer = 0xFF;  // Op::peer_axis: `peer` is a rank, not an offset
 
-struct Op {  // 104 bytes; fields ordered for packing
+struct Op {  // 112 bytes; fields ordered for packing
   OpKind kind = OpKind::kTimed;
   CollectiveOp coll = CollectiveOp::kAllReduce;
   uint8_t op_class = 0;               // kernel: a KernelClass, for the KernelCoster; collective: a
@@ -117,6 +117,10 @@ struct Op {  // 104 bytes; fields ordered for packing
   uint32_t pos = 0;                   // position within its stream, or among dependency-only ops
   int32_t micro_batch = -1;           // for the trace
   int32_t layer = -1;
+  // Set by finalize: the streams whose head may become ready when this op completes (bit s: stream
+  // s), its own stream and the streams of the ops that depend on it; all bits when the program has
+  // more than 64 streams. The executor checks only these streams after the completion.
+  uint64_t wakes = 0;
   double seconds = 0.0;               // timed: alone on an idle GPU; delay: the duration; collective:
                                       // > 0 takes this time once its last member arrived (a measured
                                       // collective replayed as measured), no network
