@@ -151,6 +151,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
     run.uses.clear();
     use_links_.clear();
+    use_seen_ = 0;
     use_marks_ = false;
     sim::Time max_latency = sim::Time::zero();
     sim::Time sum_latency = sim::Time::zero();
@@ -184,8 +185,13 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
 void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
   size_t slot = uses.size();  // l's entry; uses.size() while l is new to this transfer
   if (!use_marks_) {
-    for (size_t i = 0; i < use_links_.size() && slot == uses.size(); ++i)
-      if (use_links_[i] == l) slot = i;
+    // A bit per link, hashed: a clear bit proves the link is new, and most of a transfer's links are.
+    const uint64_t bit = uint64_t{1} << ((l * 0x9E3779B9u) >> 26);
+    if (use_seen_ & bit) {
+      for (size_t i = 0; i < use_links_.size() && slot == uses.size(); ++i)
+        if (use_links_[i] == l) slot = i;
+    }
+    use_seen_ |= bit;
   } else if (link_mark_[l].stamp == stamp_) {
     slot = link_mark_[l].slot;
   }

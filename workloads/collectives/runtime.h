@@ -190,6 +190,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
   sim::BigVector<LinkMark> link_mark_;
   std::vector<uint32_t> use_links_;
+  uint64_t use_seen_ = 0;  // a bit per link of use_links_, by a hash of its id: clear means not in it
   bool use_marks_ = false;
   uint32_t stamp_ = 0;
   topo::Route route_;
