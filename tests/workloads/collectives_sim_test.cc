@@ -92,6 +92,35 @@ TEST(CollectiveSim, AWithdrawnCopyEngineCollectiveReleasesWhatItHeld) {
   EXPECT_EQ(done.count, 0);
 }
 
+// A transfer whose hops cross a link more than once loads it once per crossing. One transfer of
+// S = 1 MB with hops 0->1, 1->0, 0->1 on an ideal 2-GPU switch (B = 1 GB/s per direction, no
+// latency, no software step): GPU 0's uplink and GPU 1's downlink carry it twice, so it moves at
+// B / 2 and takes 2 ms; counted as separate uses of weight 1 it would take 1 ms.
+TEST(CollectiveSim, ATransferCrossingALinkTwiceLoadsItTwice) {
+  auto t = ideal_switch(2, 1e9, /*no_latency=*/true);
+  sim::Simulation sim(1);
+  topo::ClusterResources res(sim, t, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::zero();
+  CollectiveRuntime rt(res, ro);
+  CollectivePlan plan;
+  plan.op = CollectiveOp::kSendRecv;
+  plan.algorithm = Algorithm::kDirect;
+  plan.bytes = 1e6;
+  plan.ranks = 2;
+  Transfer tr;
+  tr.hops = {{0, 1}, {1, 0}, {0, 1}};
+  tr.bytes = 1e6;
+  tr.latency_steps = 0;
+  plan.phases.push_back(Phase{{tr}});
+  Done done;
+  rt.start(plan, iota(2), &done, 0);
+  auto r = sim.run();
+  EXPECT_FALSE(r.deadlocked) << r.deadlock_report;
+  EXPECT_EQ(done.count, 1);
+  EXPECT_EQ(sim.now(), sim::Time::ms(2));
+}
+
 TEST(CollectiveSim, RingAllReduceMatchesClosedForm) {
   // 2(n-1)(a + S/(nB)) [Patarasuk & Yuan 2009 ring all-reduce; NCCL ring], within 0.5% for S >= 1 MiB.
   const double B = 50e9;

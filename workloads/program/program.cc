@@ -110,12 +110,16 @@ void Program::finalize() {
   }
   // A stream's head becomes ready only when one of its dependencies completes, or the op before it
   // on its stream (which is how it became the head): those are the streams to look at afterwards.
+  // More than 64 streams do not fit the mask: every op wakes them all.
   const bool few_streams = stream_ops_.size() <= 64;
-  for (Op& op : ops_) op.wakes = few_streams ? (op.stream == kNoStream ? 0 : uint64_t{1} << op.stream) : ~uint64_t{0};
-  if (few_streams)
-    for (const Op& op : ops_)
-      for (uint32_t k = 0; k < op.deps_count; ++k)
-        if (op.stream != kNoStream) ops_[deps_[op.deps_begin + k].op].wakes |= uint64_t{1} << op.stream;
+  for (Op& op : ops_) op.wakes = few_streams ? 0 : ~uint64_t{0};
+  for (uint32_t i = 0; few_streams && i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    if (op.stream == kNoStream) continue;  // dependency-only ops are looked at on every pass
+    const uint64_t bit = uint64_t{1} << op.stream;
+    ops_[i].wakes |= bit;
+    for (uint32_t k = 0; k < op.deps_count; ++k) ops_[deps_[op.deps_begin + k].op].wakes |= bit;
+  }
   finalized_ = true;
 }
 
