@@ -23,7 +23,12 @@ void RadixFrontQueue::place(Key128 w, uint64_t target) {
 void RadixFrontQueue::insert(Key128 w, uint64_t target) {
   const uint32_t b = bucket_of(w);
   Bucket& bucket = buckets_[b];
-  if (bucket.size == 0) mark_nonempty(static_cast<int>(b));
+  if (bucket.size == 0) {
+    mark_nonempty(static_cast<int>(b));
+    bucket.time = key_part(w);
+  } else if (key_part(w) != bucket.time) {
+    bucket.one_time = false;
+  }
   if (bucket.tail == bucket.end) append_block(bucket);
   // Scattered appends miss on each new tail line once the buckets outgrow the L2 cache, and the
   // store buffer backs up behind the miss; fetching the line a few entries ahead hides it (hold
@@ -140,7 +145,7 @@ void RadixFrontQueue::refill() {
   for (;;) {
     const int b = lowest_bucket();
     SIM_ASSERT(b >= 0, "radix-front queue: live count without live entries");
-    if (buckets_[b].size <= front_max_) break;
+    if (buckets_[b].size <= front_max_ || buckets_[b].one_time) break;
     spread(b);
   }
   gathered_.clear();
@@ -155,8 +160,10 @@ void RadixFrontQueue::refill() {
   last_ = wide(front_.front());
 }
 
-// Sorts gathered_ into front_, descending, so the back is the least key. Fast path (at most
-// 256 entries spanning less than 2^56 ns, i.e. always at the default front size): an LSD radix
+// Sorts gathered_ into front_, descending, so the back is the least key. Entries all of one time
+// are in sequence order already (see the header), however many: reversing them is the sort.
+// Fast path (at most 256 entries spanning less than 2^56 ns, i.e. always at the default front
+// size): an LSD radix
 // sort of 8-byte values (time - least time) << 8 | index into gathered_, in as many passes of at
 // most 8 bits as the time span needs; the passes are stable, so equal times keep their
 // gathered order, which is sequence order (see the header), and only the last step moves whole
@@ -171,6 +178,11 @@ void RadixFrontQueue::sort_into_front() {
   }
   sorted_.resize(n);
   const int span_bits = std::bit_width(hi - lo);
+  if (span_bits == 0) {
+    std::reverse_copy(gathered_.begin(), gathered_.end(), sorted_.begin());
+    front_.assign(sorted_);
+    return;
+  }
   if (n > 256 || span_bits > 56) {
     sort_index_.resize(n);
     for (size_t i = 0; i < n; ++i) sort_index_[i] = i;
@@ -183,11 +195,6 @@ void RadixFrontQueue::sort_into_front() {
   // As few passes of at most 8 bits as the span needs, the bits split evenly between them: fewer
   // counters to clear and sum than 8 bits a pass (an 18-bit span: 3 passes of 64 counters).
   const int passes = (span_bits + 7) / 8;
-  if (passes == 0) {
-    std::reverse_copy(gathered_.begin(), gathered_.end(), sorted_.begin());
-    front_.assign(sorted_);
-    return;
-  }
   const int digit_bits = (span_bits + passes - 1) / passes;
   const size_t bins = size_t{1} << digit_bits;
   const uint64_t mask = bins - 1;
@@ -324,7 +331,7 @@ void RadixFrontQueue::compact() {
     bucket.last = out_block;
     bucket.tail = out;
     bucket.end = blocks_[out_block] + kBlockEntries;
-    bucket.size = kept;
+    bucket.size = static_cast<uint32_t>(kept);
   }
   stale_ = 0;
 }

@@ -16,11 +16,16 @@
 //   of fixed-size blocks (kBlockEntries) from one pool with a free list, last freed first: no
 //   bucket ever reallocates or copies, and a block freed by a spread or a refill is reused while
 //   its lines are still cached.
-// - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries,
-//   raise last_ to that bucket's floor (the least key it can hold: last_'s digits above its
+// - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries
+//   of more than one time, raise last_ to that bucket's floor (the least key it can hold: last_'s digits above its
 //   level, its digit there, zeros below) and spread it over lower buckets (each entry moves at
 //   least one digit position down); then take the lowest buckets whole while they fit in
-//   front_max_, sort them into the front and raise last_ to their greatest key. Any key in the
+//   front_max_, sort them into the front and raise last_ to their greatest key. A lowest bucket
+//   whose entries all have one time is taken whole, however many it holds: it is already in key
+//   order (see below), and spreading it would only split it by sequence digits, one pass per
+//   digit. In data-parallel runs thousands of ranks finish identical kernels at the same
+//   nanosecond (Llama 3 405B step, 16k GPUs: 137.6 M entries spread for 32.2 M pushes, 119 M of
+//   them in such buckets). Any key in the
 //   range of the lowest bucket may become last_ without moving the entries of higher buckets,
 //   which is what both steps use; the floor needs no scan for the least key, so a spread reads
 //   its bucket once.
@@ -265,12 +270,16 @@ class RadixFrontQueue final : public EventQueue {
     size_t size_ = 0;
   };
   // A bucket is a chain of fixed-size blocks, appended at the tail block.
+  // `one_time`: every entry appended since the bucket was last empty has time `time` (entries
+  // made stale since may remain; they are dropped at the back of the front as usual).
   struct Bucket {
     Entry* tail = nullptr;  // next free entry of the tail block
     Entry* end = nullptr;   // one past the tail block; tail == end: the next append takes a block
     uint32_t head = kNoBlock;
     uint32_t last = kNoBlock;  // the tail block
-    size_t size = 0;
+    uint32_t size = 0;
+    bool one_time = true;
+    uint64_t time = 0;  // the key part of the first entry appended
   };
   struct Slot {
     uint64_t order;  // of the slot's live entry; kFreeOrder when never used or cancelled

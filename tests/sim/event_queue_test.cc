@@ -523,6 +523,53 @@ TEST(EventQueueRadixFront, InsertsInsideALargeFrontKeepOrderAndPeek) {
   EXPECT_EQ(drain_args(q), expected);
 }
 
+// Thousands of events at one time (data-parallel ranks finishing identical kernels): a bucket of
+// one time is taken into the front whole, however large. Order is worked out here: pushes
+// alternate 5000 ns (even k) and 9000 ns (odd k), 3,000 each; every 7th is cancelled and every
+// 11th (not cancelled) moved to 9000 ns, which puts it after every 9000 ns push. After the first
+// pop (now 5000 ns, the front holding the 5000 ns bucket), 100 pushes at 5000 ns follow every
+// earlier 5000 ns event, and 100 at 7000 ns fall between the two times. Run with the default
+// front and with a front of 2 (where every bucket of more than 2 is large).
+void check_one_time_buckets(RadixFrontQueue& q) {
+  constexpr uint32_t kN = 6000;
+  std::vector<EventId> ids;
+  for (uint32_t k = 0; k < kN; ++k) ids.push_back(q.push(Time::ns(k % 2 == 0 ? 5000 : 9000), target(k)));
+  std::vector<uint32_t> at5000, at9000, moved;
+  for (uint32_t k = 0; k < kN; ++k) {
+    if (k % 7 == 0) {
+      q.cancel(ids[k]);
+    } else if (k % 11 == 0) {
+      q.reschedule(ids[k], Time::ns(9000));
+      moved.push_back(k);
+    } else {
+      (k % 2 == 0 ? at5000 : at9000).push_back(k);
+    }
+  }
+  const PoppedEvent first = q.pop();
+  ASSERT_EQ(first.time, Time::ns(5000));
+  ASSERT_EQ(first.target.arg, at5000.front());
+  std::vector<uint32_t> expected(at5000.begin() + 1, at5000.end());
+  for (uint32_t k = 0; k < 100; ++k) {
+    q.push(Time::ns(5000), target(kN + k));
+    expected.push_back(kN + k);
+  }
+  for (uint32_t k = 0; k < 100; ++k) q.push(Time::ns(7000), target(kN + 100 + k));
+  for (uint32_t k = 0; k < 100; ++k) expected.push_back(kN + 100 + k);
+  expected.insert(expected.end(), at9000.begin(), at9000.end());
+  expected.insert(expected.end(), moved.begin(), moved.end());
+  EXPECT_EQ(drain_args(q), expected);
+}
+
+TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifo) {
+  RadixFrontQueue q;
+  check_one_time_buckets(q);
+}
+
+TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoWithATinyFront) {
+  RadixFrontQueue q(RadixFrontQueue::kMaxSeq, RadixFrontQueue::kStaleSlack, 2);
+  check_one_time_buckets(q);
+}
+
 TEST(EventQueueFactory, DefaultIsAvailable) {
   const std::unique_ptr<EventQueue> q = make_event_queue(kDefaultQueue);
   ASSERT_NE(q, nullptr);
