@@ -176,13 +176,12 @@ void RadixFrontQueue::sort_into_front() {
     lo = std::min(lo, e.key);
     hi = std::max(hi, e.key);
   }
-  sorted_.resize(n);
   const int span_bits = std::bit_width(hi - lo);
   if (span_bits == 0) {
-    std::reverse_copy(gathered_.begin(), gathered_.end(), sorted_.begin());
-    front_.assign(sorted_);
+    front_.assign(gathered_, /*ascending=*/true);
     return;
   }
+  sorted_.resize(n);
   if (n > 256 || span_bits > 56) {
     sort_index_.resize(n);
     for (size_t i = 0; i < n; ++i) sort_index_[i] = i;

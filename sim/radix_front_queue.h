@@ -177,18 +177,25 @@ class RadixFrontQueue final : public EventQueue {
       order_.clear();
       size_ = 0;
     }
-    // Replaces the content with `sorted` (descending), leaves three-quarters full.
-    void assign(const std::vector<Entry>& sorted) {
+    // Replaces the content with `sorted` (descending), or with `sorted` reversed when it is
+    // ascending; leaves three-quarters full.
+    void assign(const std::vector<Entry>& sorted, bool ascending = false) {
       clear();
       constexpr size_t kFill = kLeaf * 3 / 4;
-      for (size_t at = 0; at < sorted.size(); at += kFill) {
+      const size_t n = sorted.size();
+      for (size_t at = 0; at < n; at += kFill) {
         const uint32_t id = take();
         Leaf& leaf = pool_[id];
-        leaf.n = static_cast<uint32_t>(std::min(kFill, sorted.size() - at));
-        std::copy_n(sorted.begin() + static_cast<ptrdiff_t>(at), leaf.n, leaf.e.begin());
+        leaf.n = static_cast<uint32_t>(std::min(kFill, n - at));
+        if (ascending) {
+          const auto end = sorted.begin() + static_cast<ptrdiff_t>(n - at);
+          std::reverse_copy(end - leaf.n, end, leaf.e.begin());
+        } else {
+          std::copy_n(sorted.begin() + static_cast<ptrdiff_t>(at), leaf.n, leaf.e.begin());
+        }
         order_.push_back(id);
       }
-      size_ = sorted.size();
+      size_ = n;
     }
     // Puts `x` after every greater key.
     void insert(const Entry& x) {
