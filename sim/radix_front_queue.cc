@@ -10,7 +10,9 @@
 namespace sim {
 
 RadixFrontQueue::RadixFrontQueue(uint64_t seq_limit, size_t stale_slack, size_t front_max)
-    : seq_limit_(std::min(seq_limit, kMaxSeq)), stale_slack_(stale_slack), front_max_(std::max<size_t>(front_max, 1)) {}
+    : seq_limit_(std::min(seq_limit, kMaxSeq)),
+      stale_slack_(std::min(stale_slack, kMaxStaleSlack)),
+      front_max_(std::max<size_t>(front_max, 1)) {}
 
 void RadixFrontQueue::place(Key128 w, uint64_t target) {
   if (w < last_) {
@@ -26,15 +28,17 @@ void RadixFrontQueue::insert(Key128 w, uint64_t target) {
   if (bucket.size == 0) {
     mark_nonempty(static_cast<int>(b));
     bucket.time = key_part(w);
+    bucket.one_time = true;
   } else if (key_part(w) != bucket.time) {
     bucket.one_time = false;
   }
-  if (bucket.tail == bucket.end) append_block(bucket);
+  if (bucket.room == 0) append_block(bucket);
   // Scattered appends miss on each new tail line once the buckets outgrow the L2 cache, and the
   // store buffer backs up behind the miss; fetching the line a few entries ahead hides it (hold
   // at 10^6 pending: about a third faster). A prefetch never faults, even past the allocation.
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(bucket.tail) + kPrefetchAhead * sizeof(Entry)), 1);
   *bucket.tail++ = Entry{key_part(w), order_part(w), target};
+  --bucket.room;
   ++bucket.size;
 }
 
@@ -67,7 +71,7 @@ void RadixFrontQueue::append_block(Bucket& bucket) {
   }
   bucket.last = block;
   bucket.tail = blocks_[block];
-  bucket.end = bucket.tail + kBlockEntries;
+  bucket.room = kBlockEntries;
 }
 
 // The front is descending: the new entry goes after every greater key (Front::insert).
@@ -163,11 +167,10 @@ void RadixFrontQueue::refill() {
 // Sorts gathered_ into front_, descending, so the back is the least key. Entries all of one time
 // are in sequence order already (see the header), however many: reversing them is the sort.
 // Fast path (at most 256 entries spanning less than 2^56 ns, i.e. always at the default front
-// size): an LSD radix
-// sort of 8-byte values (time - least time) << 8 | index into gathered_, in as many passes of at
-// most 8 bits as the time span needs; the passes are stable, so equal times keep their
-// gathered order, which is sequence order (see the header), and only the last step moves whole
-// entries. Otherwise a comparison sort of indices on the full (time, order) key.
+// size): an LSD radix sort of 8-byte values (time - least time) << 8 | index into gathered_, in
+// as many passes of at most 8 bits as the time span needs; the passes are stable, so equal times
+// keep their gathered order, which is sequence order (see the header), and only the last step
+// moves whole entries. Otherwise a comparison sort of indices on the full (time, order) key.
 void RadixFrontQueue::sort_into_front() {
   const size_t n = gathered_.size();
   uint64_t lo = ~uint64_t{0};
@@ -329,7 +332,7 @@ void RadixFrontQueue::compact() {
     next_block_[out_block] = kNoBlock;
     bucket.last = out_block;
     bucket.tail = out;
-    bucket.end = blocks_[out_block] + kBlockEntries;
+    bucket.room = static_cast<uint16_t>(blocks_[out_block] + kBlockEntries - out);
     bucket.size = static_cast<uint32_t>(kept);
   }
   stale_ = 0;

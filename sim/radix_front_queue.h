@@ -7,7 +7,8 @@
 // among equal times is just key order.
 //
 // Layout:
-// - front_: at most about front_max_ entries, sorted in descending key order; pop takes the back.
+// - front_: about front_max_ entries or fewer (more only when a refill takes a large bucket of one
+//   time, below), sorted in descending key order; pop takes the back.
 //   Every front entry is <= last_; a push below last_ is put in place: binary search for its leaf
 //   of at most 64 entries, then within it, and only that leaf's tail moves (see Front).
 // - buckets_: every other entry, in radix-heap buckets relative to last_ (Ahuja, Mehlhorn,
@@ -17,18 +18,17 @@
 //   bucket ever reallocates or copies, and a block freed by a spread or a refill is reused while
 //   its lines are still cached.
 // - Refill (when the front is empty): while the lowest bucket holds more than front_max_ entries
-//   of more than one time, raise last_ to that bucket's floor (the least key it can hold: last_'s digits above its
-//   level, its digit there, zeros below) and spread it over lower buckets (each entry moves at
-//   least one digit position down); then take the lowest buckets whole while they fit in
-//   front_max_, sort them into the front and raise last_ to their greatest key. A lowest bucket
-//   whose entries all have one time is taken whole, however many it holds: it is already in key
-//   order (see below), and spreading it would only split it by sequence digits, one pass per
-//   digit. In data-parallel runs thousands of ranks finish identical kernels at the same
-//   nanosecond (Llama 3 405B step, 16k GPUs: 137.6 M entries spread for 32.2 M pushes, 119 M of
-//   them in such buckets). Any key in the
-//   range of the lowest bucket may become last_ without moving the entries of higher buckets,
+//   of more than one time, raise last_ to that bucket's floor (the least key it can hold: last_'s
+//   digits above its level, its digit there, zeros below) and spread it over lower buckets (each
+//   entry moves at least one digit position down); then take the lowest buckets whole while they
+//   fit in front_max_, sort them into the front and raise last_ to their greatest key. Any key in
+//   the range of the lowest bucket may become last_ without moving the entries of higher buckets,
 //   which is what both steps use; the floor needs no scan for the least key, so a spread reads
-//   its bucket once.
+//   its bucket once. A lowest bucket whose entries all have one time is taken whole, however
+//   many it holds: it is already in key order (see below), and spreading it would only split it
+//   by sequence digits, one pass per digit. In data-parallel runs thousands of ranks finish
+//   identical kernels at the same nanosecond (Llama 3 405B step, 16k GPUs: 137.6 M entries
+//   spread for 32.2 M pushes, 119 M of them in such buckets).
 // - Sorting the front: a stable least-significant-digit radix sort on the time offset from the
 //   least time, 8 bits per pass, as many passes as the time span needs (none when all times are
 //   equal), of 8-byte (offset, index) values; whole entries move once, at the end. Stability
@@ -56,8 +56,10 @@
 // writing a few entries ahead, which turns the store misses of scattered appends (the dominant
 // cost once the buckets leave the L2 cache) into background fetches.
 // Memory: 24 bytes per entry (live or stale) + at most one partly filled block per non-empty
-// bucket + 16 bytes and 1 bit per slot, at most 2 slots per pending event. Freed blocks and
-// vectors keep their memory, so a queue that has grown does not allocate again.
+// bucket + 16 bytes and 1 bit per slot, at most 2 slots per pending event; the refill scratch and
+// the front's leaves grow to the largest bucket of one time taken whole (about 56 bytes per
+// entry). Freed blocks and vectors keep their memory, so a queue that has grown does not
+// allocate again.
 #pragma once
 
 #include <algorithm>
@@ -80,6 +82,7 @@ class RadixFrontQueue final : public EventQueue {
   // One below 2^(64 - kSlotBits), so no live order equals kFreeOrder (all ones).
   static constexpr uint64_t kMaxSeq = (uint64_t{1} << (64 - kSlotBits)) - 1;
   static constexpr size_t kStaleSlack = 1024;
+  static constexpr size_t kMaxStaleSlack = size_t{1} << 30;  // a larger slack is taken as this
   // Front size: small enough that a sorted insert moves little and the sort runs in L1; large
   // enough to amortise a refill (hold benchmark: 64 is slower, 1024 makes pushes into the front
   // common at small pending counts).
@@ -276,18 +279,22 @@ class RadixFrontQueue final : public EventQueue {
     std::vector<uint32_t> order_;  // the leaves in use, largest keys first
     size_t size_ = 0;
   };
-  // A bucket is a chain of fixed-size blocks, appended at the tail block.
-  // `one_time`: every entry appended since the bucket was last empty has time `time` (entries
-  // made stale since may remain; they are dropped at the back of the front as usual).
+  // A bucket is a chain of fixed-size blocks, appended at the tail block. `one_time`: every entry
+  // appended since the bucket was last empty has time `time` (entries made stale since may
+  // remain; they are dropped at the back of the front as usual). 32 bytes, two to a line.
   struct Bucket {
     Entry* tail = nullptr;  // next free entry of the tail block
-    Entry* end = nullptr;   // one past the tail block; tail == end: the next append takes a block
+    uint64_t time = 0;      // the key part of the first entry appended
     uint32_t head = kNoBlock;
     uint32_t last = kNoBlock;  // the tail block
+    // Entries held, live or stale: below 2^32, since live ones have a slot each (< 2^kSlotBits)
+    // and stale ones are compacted once they outnumber them by more than the slack (<= 2^30).
     uint32_t size = 0;
+    uint16_t room = 0;  // free entries left in the tail block; 0: the next append takes a block
     bool one_time = true;
-    uint64_t time = 0;  // the key part of the first entry appended
   };
+  static_assert(sizeof(Bucket) == 32);
+  static_assert(kBlockEntries <= UINT16_MAX);
   struct Slot {
     uint64_t order;  // of the slot's live entry; kFreeOrder when never used or cancelled
     uint64_t target;

@@ -529,8 +529,13 @@ TEST(EventQueueRadixFront, InsertsInsideALargeFrontKeepOrderAndPeek) {
 // 11th (not cancelled) moved to 9000 ns, which puts it after every 9000 ns push. After the first
 // pop (now 5000 ns, the front holding the 5000 ns bucket), 100 pushes at 5000 ns follow every
 // earlier 5000 ns event, and 100 at 7000 ns fall between the two times. Run with the default
-// front and with a front of 2 (where every bucket of more than 2 is large).
-void check_one_time_buckets(RadixFrontQueue& q) {
+// front, with a front of 2 (where every bucket of more than 2 is large), with sequence numbers
+// renumbered (5,143 live after the cancels, the reschedules reaching 6,100) and with no stale
+// slack and a front of 2 (compacting whenever stale entries outnumber live ones).
+// `whole`: the 5000 ns bucket went into the front whole, so the front holds its 3,000 entries
+// (live and stale) less the one popped, and peek sees 2,000 places ahead; spread instead, the
+// front would hold at most front_max entries.
+void check_one_time_buckets(RadixFrontQueue& q, bool whole) {
   constexpr uint32_t kN = 6000;
   std::vector<EventId> ids;
   for (uint32_t k = 0; k < kN; ++k) ids.push_back(q.push(Time::ns(k % 2 == 0 ? 5000 : 9000), target(k)));
@@ -548,6 +553,10 @@ void check_one_time_buckets(RadixFrontQueue& q) {
   const PoppedEvent first = q.pop();
   ASSERT_EQ(first.time, Time::ns(5000));
   ASSERT_EQ(first.target.arg, at5000.front());
+  EventTarget ahead;
+  if (whole) {
+    EXPECT_TRUE(q.peek(2000, ahead));
+  }
   std::vector<uint32_t> expected(at5000.begin() + 1, at5000.end());
   for (uint32_t k = 0; k < 100; ++k) {
     q.push(Time::ns(5000), target(kN + k));
@@ -555,6 +564,9 @@ void check_one_time_buckets(RadixFrontQueue& q) {
   }
   for (uint32_t k = 0; k < 100; ++k) q.push(Time::ns(7000), target(kN + 100 + k));
   for (uint32_t k = 0; k < 100; ++k) expected.push_back(kN + 100 + k);
+  // 8,000 pushes at 20000 ns, each cancelled at once: stale entries then outnumber live ones by
+  // more than the default slack, so the queue compacts its front and buckets (changing no order).
+  for (uint32_t k = 0; k < 8000; ++k) q.cancel(q.push(Time::ns(20000), target(kN + 200 + k)));
   expected.insert(expected.end(), at9000.begin(), at9000.end());
   expected.insert(expected.end(), moved.begin(), moved.end());
   EXPECT_EQ(drain_args(q), expected);
@@ -562,12 +574,22 @@ void check_one_time_buckets(RadixFrontQueue& q) {
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifo) {
   RadixFrontQueue q;
-  check_one_time_buckets(q);
+  check_one_time_buckets(q, /*whole=*/true);
 }
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoWithATinyFront) {
   RadixFrontQueue q(RadixFrontQueue::kMaxSeq, RadixFrontQueue::kStaleSlack, 2);
-  check_one_time_buckets(q);
+  check_one_time_buckets(q, /*whole=*/true);
+}
+
+TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoAcrossRenumbering) {
+  RadixFrontQueue q(/*seq_limit=*/6100);  // the reschedules run past it: one renumbering
+  check_one_time_buckets(q, /*whole=*/true);
+}
+
+TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoAcrossCompaction) {
+  RadixFrontQueue q(RadixFrontQueue::kMaxSeq, /*stale_slack=*/0, 2);
+  check_one_time_buckets(q, /*whole=*/true);
 }
 
 TEST(EventQueueFactory, DefaultIsAvailable) {
