@@ -530,12 +530,12 @@ TEST(EventQueueRadixFront, InsertsInsideALargeFrontKeepOrderAndPeek) {
 // pop (now 5000 ns, the front holding the 5000 ns bucket), 100 pushes at 5000 ns follow every
 // earlier 5000 ns event, and 100 at 7000 ns fall between the two times. Run with the default
 // front, with a front of 2 (where every bucket of more than 2 is large), with sequence numbers
-// renumbered (5,143 live after the cancels, the reschedules reaching 6,100) and with no stale
-// slack and a front of 2 (compacting whenever stale entries outnumber live ones).
-// `whole`: the 5000 ns bucket went into the front whole, so the front holds its 3,000 entries
-// (live and stale) less the one popped, and peek sees 2,000 places ahead; spread instead, the
-// front would hold at most front_max entries.
-void check_one_time_buckets(RadixFrontQueue& q, bool whole) {
+// renumbered whenever they reach 6,100 (5,143 live after the cancels: the reschedules and the
+// pushes below pass it again and again) and with no stale slack and a front of 2 (compacting
+// whenever stale entries outnumber live ones). The 5000 ns bucket goes into the front whole, so
+// after the first pop the front holds its 3,000 entries (live and stale) less the one popped, and
+// peek sees 2,000 places ahead; spread instead, the front would hold at most front_max entries.
+void check_one_time_buckets(RadixFrontQueue& q) {
   constexpr uint32_t kN = 6000;
   std::vector<EventId> ids;
   for (uint32_t k = 0; k < kN; ++k) ids.push_back(q.push(Time::ns(k % 2 == 0 ? 5000 : 9000), target(k)));
@@ -554,9 +554,7 @@ void check_one_time_buckets(RadixFrontQueue& q, bool whole) {
   ASSERT_EQ(first.time, Time::ns(5000));
   ASSERT_EQ(first.target.arg, at5000.front());
   EventTarget ahead;
-  if (whole) {
-    EXPECT_TRUE(q.peek(2000, ahead));
-  }
+  EXPECT_TRUE(q.peek(2000, ahead));
   std::vector<uint32_t> expected(at5000.begin() + 1, at5000.end());
   for (uint32_t k = 0; k < 100; ++k) {
     q.push(Time::ns(5000), target(kN + k));
@@ -574,22 +572,22 @@ void check_one_time_buckets(RadixFrontQueue& q, bool whole) {
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifo) {
   RadixFrontQueue q;
-  check_one_time_buckets(q, /*whole=*/true);
+  check_one_time_buckets(q);
 }
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoWithATinyFront) {
   RadixFrontQueue q(RadixFrontQueue::kMaxSeq, RadixFrontQueue::kStaleSlack, 2);
-  check_one_time_buckets(q, /*whole=*/true);
+  check_one_time_buckets(q);
 }
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoAcrossRenumbering) {
-  RadixFrontQueue q(/*seq_limit=*/6100);  // the reschedules run past it: one renumbering
-  check_one_time_buckets(q, /*whole=*/true);
+  RadixFrontQueue q(/*seq_limit=*/6100);
+  check_one_time_buckets(q);
 }
 
 TEST(EventQueueRadixFront, LargeBucketsOfOneTimeKeepFifoAcrossCompaction) {
   RadixFrontQueue q(RadixFrontQueue::kMaxSeq, /*stale_slack=*/0, 2);
-  check_one_time_buckets(q, /*whole=*/true);
+  check_one_time_buckets(q);
 }
 
 TEST(EventQueueFactory, DefaultIsAvailable) {

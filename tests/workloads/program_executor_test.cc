@@ -224,7 +224,7 @@ TEST(ProgramExecutor, AZeroTimeOpWakesAStreamLaterInTheSamePass) {
   // 2 ms, no GPU) after M; stream 3: W (timed 1 ms) after Z. X's completion at 1 ms wakes streams
   // 0 and 1 only; issuing M (stream 0) completes it at once, which wakes stream 2 in the middle of
   // that pass: Z must start at 1 ms and end at 3 ms. Y runs alone on the GPU 1-2 ms; W 3-4 ms.
-  // Had M's wake of stream 2 been lost, Z would never start: a deadlock.
+  // Had finalize left stream 2 out of M's wakes, Z would never start: a deadlock.
   Program p;
   for (const char* name : {"s0", "s1", "s2", "s3"}) p.add_stream(name);
   const uint32_t x = p.add(timed(1e-3, 0));

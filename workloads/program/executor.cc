@@ -377,8 +377,8 @@ bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) c
   return true;
 }
 
-void ProgramExecutor::pump(uint32_t rank, uint64_t wake) {
-  pump_queue_.push_back(PumpRequest{rank, wake});
+void ProgramExecutor::pump(uint32_t rank, uint64_t streams) {
+  pump_queue_.push_back(PumpRequest{rank, streams});
   if (pumping_) return;
   pumping_ = true;
   while (!pump_queue_.empty()) {
@@ -388,7 +388,7 @@ void ProgramExecutor::pump(uint32_t rank, uint64_t wake) {
     if (ranks_[r].dead || stopped_) continue;
     const Program& p = state_program(r);
     const uint16_t ns = p.num_streams();
-    StreamState* streams = &streams_[ranks_[r].stream_base];
+    StreamState* heads = &streams_[ranks_[r].stream_base];
     // One pass over the stream heads issues everything ready. Issuing an op changes only its own
     // stream (busy), so another pass can find more only when an op of this rank completed during
     // the pass (a zero-time op, an arrived message, a trivial collective): then pass again, over
@@ -408,7 +408,7 @@ void ProgramExecutor::pump(uint32_t rank, uint64_t wake) {
           if (rest == 0) break;
           s = static_cast<uint16_t>(s + std::countr_zero(rest));
         }
-        StreamState& st = streams[s];
+        StreamState& st = heads[s];
         if (st.busy) continue;
         const auto& list = p.stream_ops(s);
         if (st.next >= list.size()) continue;

@@ -113,12 +113,13 @@ void Program::finalize() {
   // More than 64 streams do not fit the mask: every op wakes them all.
   const bool few_streams = stream_ops_.size() <= 64;
   for (Op& op : ops_) op.wakes = few_streams ? 0 : ~uint64_t{0};
-  for (uint32_t i = 0; few_streams && i < ops_.size(); ++i) {
-    const Op& op = ops_[i];
-    if (op.stream == kNoStream) continue;  // dependency-only ops are looked at on every pass
-    const uint64_t bit = uint64_t{1} << op.stream;
-    ops_[i].wakes |= bit;
-    for (uint32_t k = 0; k < op.deps_count; ++k) ops_[deps_[op.deps_begin + k].op].wakes |= bit;
+  if (few_streams) {
+    for (Op& op : ops_) {
+      if (op.stream == kNoStream) continue;  // dependency-only ops are looked at on every pass
+      const uint64_t bit = uint64_t{1} << op.stream;
+      op.wakes |= bit;
+      for (uint32_t k = 0; k < op.deps_count; ++k) ops_[deps_[op.deps_begin + k].op].wakes |= bit;
+    }
   }
   finalized_ = true;
 }
