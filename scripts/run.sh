@@ -4,4 +4,4 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" --target clustersim >/dev/null
-exec "$root/build/clustersim" run "$@"
+exec "${CLUSTERSIM_BUILD_DIR:-$root/build}/clustersim" run "$@"
