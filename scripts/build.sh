@@ -35,8 +35,17 @@ if [ "$pgo" = on ] && [ ! -f "$build/pgo/trained" ]; then
     echo "build.sh: the training runs wrote no profile counts into $build/pgo; build with CLUSTERSIM_PGO=off" >&2
     exit 1
   fi
-  touch "$build/pgo/trained"
+  # The commit trained on, so that later builds can say when the counts have aged.
+  git -C "$root" rev-parse HEAD >"$build/pgo/trained" 2>/dev/null || true
   echo "build.sh: profile-guided build, stage 2 of 2: compiling with the training counts" >&2
+elif [ "$pgo" = on ]; then
+  trained="$(cat "$build/pgo/trained")"
+  changed=0  # git diff --quiet: 1 when the sources differ, other codes when it cannot tell
+  [ -n "$trained" ] && { git -C "$root" diff --quiet "$trained" -- sim topology workloads 2>/dev/null || changed=$?; }
+  if [ "$changed" = 1 ]; then
+    echo "build.sh: note: the profile was trained at ${trained:0:12}; sim/, topology/ or workloads/ changed since" \
+      "(rm -rf $build/pgo to train again)" >&2
+  fi
 fi
 if [ "$pgo" = on ]; then
   cmake -S "$root" -B "$build" -DCLUSTERSIM_PGO=USE -DCLUSTERSIM_PGO_DIR="$build/pgo" -DCLUSTERSIM_LTO=ON >/dev/null
