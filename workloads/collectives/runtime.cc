@@ -117,8 +117,6 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
   }
   const Phase& ph = in.plan->phases[in.phase];
   in.outstanding = static_cast<uint32_t>(ph.transfers.size());
-  const std::span<const uint32_t> members = in.members();
-  const auto& topo = res_.topology();
   const Protocol protocol = in.plan->protocol;
   const ProtocolCost& cost = opt_.costs.of(protocol);
   const bool nvls = in.plan->algorithm == Algorithm::kNvls || in.plan->algorithm == Algorithm::kNvlsTree;
@@ -139,47 +137,70 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
                               : sim::kUnbounded;
   const bool copies = in.copies && !in.copies->gpu_offsets.empty() && !intra_node_aligned(in);
   const sim::Time fill = sim::Time::from_seconds(ph.fill_s);
+  // In symmetric mode, a transfer that stands for its copies' loads (a pipeline send, thousands
+  // of fabric links) or belongs to a group larger than a node (a data-parallel ring over every
+  // replica) is the same each time its group sends it: its routes are walked once (see
+  // TransferShape).
+  const bool keep_shape = in.copies != nullptr && (copies || in.num_members > Instance::kInlineMembers);
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
-    const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
     uint32_t t = alloc_transfer();
     TransferRun& run = transfers_[t];
     run.instance = inst;
     run.bytes = tr.bytes / payload;
     run.max_rate = tr.in_switch ? std::min(cap, nvls_cap) : cap;
-    double slowest = sim::kUnbounded;
-    const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
     run.uses.clear();
-    use_links_.clear();
-    use_seen_ = 0;
-    use_marks_ = false;
-    sim::Time max_latency = sim::Time::zero();
-    sim::Time sum_latency = sim::Time::zero();
-    for (auto [hs, hd] : tr.hops) {
-      uint32_t src = in.relative ? members[hs] : hs;
-      uint32_t dst = in.relative ? members[hd] : hd;
-      topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
-      max_latency = std::max(max_latency, route_.latency);
-      sum_latency += route_.latency;
-      for (uint32_t l : route_.links) {
-        if (channels < 1.0) slowest = std::min(slowest, res_.link_capacity(l));
-        if (in.copies && mirror_private(l, *in.copies)) continue;  // see ReplicaCopies
-        add_use(run.uses, l, 1.0);
-      }
+    run.shape = nullptr;
+    RouteSummary walked;
+    const RouteSummary* sum = &walked;
+    if (keep_shape) {
+      auto [it, fresh] = shapes_.try_emplace(std::make_tuple(in.copies, in.plan, in.phase, channel, in.flow_base));
+      if (fresh) it->second.summary = walk_routes(in, channel, tr, copies, channels < 1.0, it->second.uses);
+      run.shape = &it->second;
+      sum = &it->second.summary;
+    } else {
+      walked = walk_routes(in, channel, tr, copies, channels < 1.0, run.uses);
     }
-    if (copy_uses)
-      for (auto [l, w] : *copy_uses) add_use(run.uses, l, w);
-    if (channels < 1.0 && !tr.in_switch && in.plan->algorithm != Algorithm::kDirect && slowest < sim::kUnbounded)
-      run.max_rate = std::min(run.max_rate, channels * slowest);
+    if (channels < 1.0 && !tr.in_switch && in.plan->algorithm != Algorithm::kDirect && sum->slowest < sim::kUnbounded)
+      run.max_rate = std::min(run.max_rate, channels * sum->slowest);
     // A ring's chunks cross its hops in turn, so its steps pay the hops' mean route latency; a
     // tree's steps run down its deepest path, so they pay the largest.
     const sim::Time hop_latency =
-        path_latency ? max_latency : sim::Time::ns(sum_latency.count_ns() / static_cast<int64_t>(std::max<size_t>(1, tr.hops.size())));
+        path_latency ? sum->max_latency
+                     : sim::Time::ns(sum->sum_latency.count_ns() / static_cast<int64_t>(std::max<size_t>(1, tr.hops.size())));
     sim::Time latency = launch + (step + hop_latency) * tr.latency_steps + fill;
     run.moving = false;
     run.live = true;
     run.wait = sim.schedule_after(latency, handler_, t);
   }
+}
+
+CollectiveRuntime::RouteSummary CollectiveRuntime::walk_routes(const Instance& in, size_t channel, const Transfer& tr,
+                                                               bool copies, bool want_slowest,
+                                                               std::vector<sim::Use>& uses) {
+  const auto& topo = res_.topology();
+  const std::span<const uint32_t> members = in.members();
+  const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
+  const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
+  use_links_.clear();
+  use_seen_ = 0;
+  use_marks_ = false;
+  RouteSummary out;
+  for (auto [hs, hd] : tr.hops) {
+    uint32_t src = in.relative ? members[hs] : hs;
+    uint32_t dst = in.relative ? members[hd] : hd;
+    topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
+    out.max_latency = std::max(out.max_latency, route_.latency);
+    out.sum_latency += route_.latency;
+    for (uint32_t l : route_.links) {
+      if (want_slowest) out.slowest = std::min(out.slowest, res_.link_capacity(l));
+      if (in.copies && mirror_private(l, *in.copies)) continue;  // see ReplicaCopies
+      add_use(uses, l, 1.0);
+    }
+  }
+  if (copy_uses)
+    for (auto [l, w] : *copy_uses) add_use(uses, l, w);
+  return out;
 }
 
 void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
@@ -272,7 +293,7 @@ void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
   run.moving = true;
-  run.activity = res_.simulation().fluid().start(run.bytes, run.uses, run.max_rate, this, flow_tag(t, run.instance));
+  run.activity = res_.simulation().fluid().start(run.bytes, run.all_uses(), run.max_rate, this, flow_tag(t, run.instance));
 }
 
 // Stage by stage down the chain on_event follows: the transfer's record, then its list of uses
@@ -285,7 +306,8 @@ void CollectiveRuntime::prefetch(uint32_t t, int stage) const {
     return;
   }
   if (!run.live || run.moving) return;
-  sim::prefetch_range(run.uses.data(), run.uses.data() + run.uses.size());
+  const std::span<const sim::Use> uses = run.all_uses();
+  sim::prefetch_range(uses.data(), uses.data() + uses.size());
 }
 
 void CollectiveRuntime::prefetch_done(uint64_t tag) const {

@@ -136,11 +136,29 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     }
   };
   static_assert(sizeof(Instance) == 128);
+  // What a transfer's routes give: the latencies its steps pay and the slowest link it crosses.
+  struct RouteSummary {
+    sim::Time max_latency = sim::Time::zero();
+    sim::Time sum_latency = sim::Time::zero();
+    double slowest = sim::kUnbounded;  // nominal capacity; computed only when asked for
+  };
+  // A transfer's uses and route summary are a function of its group, plan, phase and channel
+  // alone (routes and nominal capacities do not change during a run; a failure or straggler changes
+  // a constraint's capacity, not the links a flow crosses). In symmetric mode a data-parallel
+  // collective spans every replica (1,024 members at 131k GPUs): walking its routes, thousands of
+  // links each, was the largest part of start_phase, repeated for every bucket of every step. Its
+  // transfers are walked once and kept.
+  struct TransferShape {
+    std::vector<sim::Use> uses;
+    RouteSummary summary;
+  };
   struct TransferRun {
     uint32_t instance = 0;
     double bytes = 0.0;  // on the wire
     double max_rate = 0.0;
-    std::vector<sim::Use> uses;
+    std::vector<sim::Use> uses;           // its own uses; empty when `shape` holds them
+    const TransferShape* shape = nullptr;  // the kept uses of its group's transfer, or null
+    std::span<const sim::Use> all_uses() const { return shape ? std::span<const sim::Use>(shape->uses) : uses; }
     sim::EventId wait{};         // the latency wait, until the bytes start
     sim::ActivityId activity{};  // the bytes moving, once started
     bool moving = false;
@@ -148,6 +166,11 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
 
   void start_phase(uint32_t inst);
+  // Routes each hop of transfer `tr` (channel `channel`) of `in`, adds its uses to `uses` (with
+  // `copies`, the copies' too: see ReplicaCopies) and sums up its latencies (and, if
+  // `want_slowest`, its slowest link).
+  RouteSummary walk_routes(const Instance& in, size_t channel, const Transfer& tr, bool copies, bool want_slowest,
+                           std::vector<sim::Use>& uses);
   // comm_begin (begin) or comm_end on every member GPU a rank runs on (not the mirrored ones).
   void mark_members(const Instance& in, bool begin);
   // The fabric links the copies of transfer `tr` (channel `channel`) load, with how many copies
@@ -196,6 +219,8 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   topo::Route route_;
   // Copies' uses per (copies, plan, phase, channel, flow_base: a hash of the members): see ReplicaCopies.
   std::map<std::tuple<const ReplicaCopies*, const CollectivePlan*, size_t, size_t, uint64_t>, CopyUses> copy_uses_;
+  // Kept transfers under the same key (see TransferShape); a map's entries do not move.
+  std::map<std::tuple<const ReplicaCopies*, const CollectivePlan*, size_t, size_t, uint64_t>, TransferShape> shapes_;
 };
 
 }  // namespace wl
