@@ -24,7 +24,7 @@ if [ "$pgo" = on ] && [ ! -f "$build/pgo/trained" ]; then
   echo "build.sh: profile-guided build, stage 1 of 2: an instrumented clustersim and its training runs" >&2
   rm -rf "$build/pgo"
   cmake -S "$root" -B "$build" -DCLUSTERSIM_PGO=GENERATE -DCLUSTERSIM_PGO_DIR="$build/pgo" -DCLUSTERSIM_LTO=OFF >/dev/null
-  cmake --build "$build" -j "$(nproc)" --target clustersim
+  cmake --build "$build" -j "$(nproc)" --target clustersim "$@"
   scenario="$root/workloads/scenarios/llama3-405b-16k-h100.yaml"
   # 4,096 GPUs: 512 nodes in 2 pods of the scenario's 384-node pods, DP 32, 16 sequences per replica.
   "$build/clustersim" run "$scenario" --quiet --set cluster.nodes=512 --set "cluster.scale_out.tiers[2].pods=2" \
