@@ -257,10 +257,14 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
     appendf(o, "  optimizer: no fp32 master weights; Adam's m and v in %s (training.master_weights: false)\n",
             std::string(kPrecisionNames.name(j.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16)).c_str());
   appendf(o, "\n");
-  if (r.fidelity == "symmetric")
-    appendf(o, "  fidelity: symmetric (one data-parallel replica of %u ranks simulated; the other %lld replicas are\n"
-            "  identical: their collectives' bytes and their copies' load on shared links are modelled exactly)\n\n",
-            r.ranks_simulated, static_cast<long long>(j.dp * j.dp_outer - 1));
+  if (r.fidelity == "symmetric") {
+    const long long others = static_cast<long long>(j.dp * j.dp_outer - 1);
+    appendf(o, "  fidelity: symmetric (one data-parallel replica of %u ranks simulated; %s\n"
+            "  identical: %s collectives' bytes and %s copies' load on shared links are modelled exactly)\n\n",
+            r.ranks_simulated,
+            others == 1 ? "the other replica is" : ("the other " + std::to_string(others) + " replicas are").c_str(),
+            others == 1 ? "its" : "their", others == 1 ? "its" : "their");
+  }
   else if (!r.fidelity_note.empty())
     appendf(o, "  fidelity: expanded (%s)\n\n", r.fidelity_note.c_str());
   appendf(o, "  step time         %10.4f s\n", r.step_time_s);
