@@ -986,6 +986,29 @@ TEST_F(CliFailures, FaultsCampaignCachesStepTimesAndDoesNotDependOnThreads) {
   EXPECT_NE(ja["results"].dump(), read_json("c.json")["results"].dump());
 }
 
+// The campaign says how its steps were simulated. The job has two data-parallel replicas: with
+// fidelity symmetric the full job's step folds them into one; a state with one replica dropped
+// (elastic) has a single replica, nothing to fold, so it runs expanded and says why.
+TEST_F(CliFailures, FaultsCampaignSaysWhichFidelityItsStepsRan) {
+  write_text(file("c.yaml"), small_campaign());
+  CliResult sym = run({"faults", "c.yaml", "--json", "s.json", "--set", "workload.job.fidelity=symmetric"});
+  ASSERT_EQ(sym.status, 0) << sym.err;
+  json js = read_json("s.json")["step_simulations"];
+  const int64_t simulated = js["run"].get<int64_t>();
+  ASSERT_GE(simulated, 2) << "200 trials of 54 days with elastic replicas drop one at least once";
+  EXPECT_EQ(js["fidelity"]["symmetric"].get<int64_t>(), 1);
+  EXPECT_EQ(js["fidelity"]["expanded"].get<int64_t>(), simulated - 1);
+  EXPECT_TRUE(contains(sym.out, "fidelity: expanded")) << sym.out;
+  EXPECT_TRUE(contains(sym.out, "one data-parallel replica")) << sym.out;
+  // Not asked for: every step expanded, no reason to give.
+  CliResult ex = run({"faults", "c.yaml", "--json", "e.json"});
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  json je = read_json("e.json")["step_simulations"];
+  EXPECT_EQ(je["fidelity"].size(), 1u);
+  EXPECT_EQ(je["fidelity"]["expanded"].get<int64_t>(), je["run"].get<int64_t>());
+  EXPECT_TRUE(contains(ex.out, "  fidelity: expanded\n")) << ex.out;
+}
+
 TEST_F(CliFailures, FaultsRefusesANonCampaignScenario) {
   write_text(file("t.yaml"), read_text(kSourceDir / "workloads" / "scenarios" / "llama3-8b-64xh100-1f1b.yaml"));
   CliResult r = run({"faults", "t.yaml"});

@@ -68,9 +68,10 @@ class SimulatedStepCosts : public StepCostSource {
     from_cache_ = static_cast<int64_t>(memo_.size());
   }
   // A state simulated elsewhere (the full job in the scenario's own, traced simulation).
-  void put(int64_t k, StepCost c, double cpu_s) {
+  void put(int64_t k, StepCost c, double cpu_s, const StepResult& r) {
     std::lock_guard<std::mutex> lock(mu_);
     if (memo_.count(k)) return;
+    note_fidelity(r);
     memo_[k] = c;
     ++simulated_;
     cpu_s_ += cpu_s;
@@ -95,6 +96,19 @@ class SimulatedStepCosts : public StepCostSource {
   }
 
   int64_t simulated() const { return simulated_; }
+  // How the simulated steps ran: "symmetric", "expanded", or both as "symmetric 1, expanded 2";
+  // an expanded step's reason (symmetric mode asked for where it does not hold) after it.
+  const std::map<std::string, int64_t>& fidelity_counts() const { return fidelity_counts_; }
+  std::string fidelities() const {
+    std::string out;
+    for (const auto& [name, count] : fidelity_counts_) {
+      if (!out.empty()) out += ", ";
+      out += name;
+      if (fidelity_counts_.size() > 1) appendf(out, " %lld", static_cast<long long>(count));
+    }
+    if (!fidelity_note_.empty()) appendf(out, " (%s)", fidelity_note_.c_str());
+    return out;
+  }
   int64_t from_cache() const { return from_cache_; }
   double simulation_s() const { return cpu_s_; }
   std::string problem() const { return problem_; }
@@ -112,6 +126,10 @@ class SimulatedStepCosts : public StepCostSource {
     std::snprintf(buf, sizeof buf, "%s %" PRId64 " %.17g %.17g\n", hex(key_).c_str(), k, c.seconds, c.tokens);
     out << buf;
   }
+  void note_fidelity(const StepResult& r) {
+    ++fidelity_counts_[r.fidelity];
+    if (fidelity_note_.empty()) fidelity_note_ = r.fidelity_note;
+  }
   StepCost simulate(int64_t k) {
     const TrainingSettings ts = ds_ ? ds_->island : without_replicas(*ts_, k);
     sim::Simulation sim(seed_);
@@ -123,6 +141,7 @@ class SimulatedStepCosts : public StepCostSource {
       r = step.finish(sim.run());
     }
     sim.finish();
+    note_fidelity(r);
     if (r.outcome != StepOutcome::kCompleted) {
       // A state whose step cannot run is reported; the campaign sees it as a stop of the job.
       if (problem_.empty()) problem_ = "the step with " + std::to_string(k) + " replicas dropped did not complete: " + r.report;
@@ -138,6 +157,8 @@ class SimulatedStepCosts : public StepCostSource {
   const DilocoSettings* ds_ = nullptr;
   std::mutex mu_;
   std::map<int64_t, StepCost> memo_;
+  std::map<std::string, int64_t> fidelity_counts_;  // steps simulated, by fidelity that ran
+  std::string fidelity_note_;                       // the first expanded step's reason, if any
   std::string cache_path_;
   uint64_t key_ = 0;
   int64_t simulated_ = 0, from_cache_ = 0;
@@ -148,9 +169,10 @@ class SimulatedStepCosts : public StepCostSource {
 class CampaignResult : public JobResult {
  public:
   CampaignResult(const CampaignSpec& spec, CampaignSummary summary, std::optional<IntervalSweep> sweep,
-                 std::string steps_note, int64_t simulated, int64_t cached, std::string problem)
+                 std::string steps_note, int64_t simulated, int64_t cached, std::string problem,
+                 std::map<std::string, int64_t> fidelities = {})
       : spec_(spec), summary_(std::move(summary)), sweep_(std::move(sweep)), steps_note_(std::move(steps_note)),
-        simulated_(simulated), cached_(cached), problem_(std::move(problem)) {}
+        simulated_(simulated), cached_(cached), problem_(std::move(problem)), fidelities_(std::move(fidelities)) {}
   bool completed() const override { return problem_.empty(); }
   std::string problem() const override { return problem_; }
   std::string summary() const override {
@@ -169,6 +191,10 @@ class CampaignResult : public JobResult {
     if (sweep_) campaign_sweep_to_json(spec_, *sweep_, out);
     // Counts only: wall times would make the JSON differ between identical runs.
     out["step_simulations"] = {{"run", simulated_}, {"from_cache", cached_}};
+    // The steps simulated, by the fidelity that ran (workload.job.fidelity; README: Fidelity).
+    nlohmann::ordered_json fid = nlohmann::ordered_json::object();
+    for (const auto& [name, count] : fidelities_) fid[name] = count;
+    out["step_simulations"]["fidelity"] = fid;
   }
   std::string fingerprint() const override {
     char buf[256];
@@ -185,6 +211,7 @@ class CampaignResult : public JobResult {
   std::string steps_note_;
   int64_t simulated_ = 0, cached_ = 0;
   std::string problem_;
+  std::map<std::string, int64_t> fidelities_;  // steps simulated by fidelity (none: all from the cache)
 };
 
 class CampaignJob : public Job {
@@ -224,7 +251,7 @@ class CampaignJob : public Job {
         problem = "the job's step did not complete, so the campaign cannot run: " + r.report;
         return std::make_unique<CampaignResult>(spec_, CampaignSummary{}, std::nullopt, "", 0, 0, problem);
       }
-      costs_->put(0, StepCost{r.step_time_s, r.tokens_per_step}, cpu);
+      costs_->put(0, StepCost{r.step_time_s, r.tokens_per_step}, cpu, r);
     }
     if (ds_ && spec_.policy == CampaignPolicy::kIslands && spec_.job.outer_sync_s <= 0) {
       // The outer synchronisation of a round, from the DiLoCo timeline on the WAN.
@@ -254,9 +281,10 @@ class CampaignJob : public Job {
             static_cast<long long>(costs_->simulated()), costs_->simulation_s(),
             static_cast<long long>(costs_->from_cache()), cache_path_.empty() ? "" : " ",
             cache_path_.empty() ? " (no step_cache file)" : cache_path_.c_str());
+    if (const std::string fid = costs_->fidelities(); !fid.empty()) appendf(note, "\n  fidelity: %s", fid.c_str());
     if (!costs_->problem().empty()) problem = costs_->problem();
     return std::make_unique<CampaignResult>(spec_, std::move(summary), std::move(sweep), note, costs_->simulated(),
-                                            costs_->from_cache(), problem);
+                                            costs_->from_cache(), problem, costs_->fidelity_counts());
   }
 
  private:
