@@ -121,6 +121,43 @@ TEST(CollectiveSim, ATransferCrossingALinkTwiceLoadsItTwice) {
   EXPECT_EQ(sim.now(), sim::Time::ms(2));
 }
 
+// A kept plan (keep_id) has its transfers' routes walked once per group it runs on, not once for
+// all: two disjoint groups of three GPUs under one switch (1 GB/s NICs, no latency) run the same
+// relative ring of 1 MB at the same time. Each hop loads its sender's uplink and its receiver's
+// downlink once, so each group moves at 1 GB/s: 1 ms. Had the second group reused the first's
+// routes, both flows would share the first group's six links at 0.5 GB/s: 2 ms. Run again, from
+// the kept routes, the same 1 ms.
+TEST(CollectiveSim, AKeptPlanRoutesEachGroupItRunsOn) {
+  auto t = ideal_switch(6, 1e9, /*no_latency=*/true);
+  sim::Simulation sim(1);
+  topo::ClusterResources res(sim, t, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::zero();
+  CollectiveRuntime rt(res, ro);
+  CollectivePlan plan;
+  plan.op = CollectiveOp::kSendRecv;
+  plan.algorithm = Algorithm::kDirect;
+  plan.bytes = 1e6;
+  plan.ranks = 3;
+  plan.keep_id = 1;
+  Transfer tr;
+  tr.hops = {{0, 1}, {1, 2}, {2, 0}};
+  tr.bytes = 1e6;
+  tr.latency_steps = 0;
+  plan.phases.push_back(Phase{{tr}});
+  Done done;
+  rt.start(plan, iota(3), &done, 0, /*relative_hops=*/true);
+  rt.start(plan, iota(3, 3), &done, 1, /*relative_hops=*/true);
+  EXPECT_FALSE(sim.run().deadlocked);
+  EXPECT_EQ(done.count, 2);
+  EXPECT_EQ(sim.now(), sim::Time::ms(1));
+  rt.start(plan, iota(3, 3), &done, 2, /*relative_hops=*/true);
+  rt.start(plan, iota(3), &done, 3, /*relative_hops=*/true);
+  EXPECT_FALSE(sim.run().deadlocked);
+  EXPECT_EQ(done.count, 4);
+  EXPECT_EQ(sim.now(), sim::Time::ms(2));
+}
+
 TEST(CollectiveSim, RingAllReduceMatchesClosedForm) {
   // 2(n-1)(a + S/(nB)) [Patarasuk & Yuan 2009 ring all-reduce; NCCL ring], within 0.5% for S >= 1 MiB.
   const double B = 50e9;

@@ -88,6 +88,7 @@ class BenchmarkDriver : public CollectiveListener {
   BenchmarkDriver(topo::ClusterResources& res, const CollectiveBenchConfig& cfg, std::vector<CollectivePlan> plans,
                   std::vector<std::pair<size_t, size_t>> order)
       : res_(res), cfg_(cfg), plans_(std::move(plans)), order_(std::move(order)), runtime_(res, runtime_options_for(res)) {
+    for (size_t i = 0; i < plans_.size(); ++i) plans_[i].keep_id = i + 1;  // kept as long as runtime_
     auto& bus = res_.simulation().observers();
     if (bus.active()) {
       comm_cat_ = bus.names().intern("collective");

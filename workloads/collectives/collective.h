@@ -152,6 +152,11 @@ struct CollectivePlan {
   uint32_t ranks = 0;                      // the request's group size
   std::string note;                        // why auto chose it, or empty
   std::vector<Phase> phases;
+  // Nonzero: the plan's owner keeps it, unchanged, as long as the CollectiveRuntime that runs it,
+  // and gives no other plan of that runtime this id; the runtime then keeps what it derives from
+  // the plan's transfers (their routes) under the id. 0: derived again at every start (a plan made
+  // for one collective and freed after it: a later plan may take its address).
+  uint64_t keep_id = 0;
 };
 
 struct CollectiveRequest {

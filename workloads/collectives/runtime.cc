@@ -137,11 +137,6 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
                               : sim::kUnbounded;
   const bool copies = in.copies && !in.copies->gpu_offsets.empty() && !intra_node_aligned(in);
   const sim::Time fill = sim::Time::from_seconds(ph.fill_s);
-  // In symmetric mode, a transfer that stands for its copies' loads (a pipeline send, thousands
-  // of fabric links) or belongs to a group larger than a node (a data-parallel ring over every
-  // replica) is the same each time its group sends it: its routes are walked once (see
-  // TransferShape).
-  const bool keep_shape = in.copies != nullptr && (copies || in.num_members > Instance::kInlineMembers);
   for (size_t channel = 0; channel < ph.transfers.size(); ++channel) {
     const Transfer& tr = ph.transfers[channel];
     uint32_t t = alloc_transfer();
@@ -150,14 +145,19 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.bytes = tr.bytes / payload;
     run.max_rate = tr.in_switch ? std::min(cap, nvls_cap) : cap;
     run.uses.clear();
-    run.shape = nullptr;
+    run.kept_at = kNotKept;
     RouteSummary walked;
     const RouteSummary* sum = &walked;
-    if (keep_shape) {
-      auto [it, fresh] = shapes_.try_emplace(std::make_tuple(in.copies, in.plan, in.phase, channel, in.flow_base));
-      if (fresh) it->second.summary = walk_routes(in, channel, tr, copies, channels < 1.0, it->second.uses);
-      run.shape = &it->second;
-      sum = &it->second.summary;
+    // Kept (see ShapeSlot): a group of more than two (a ring of 8 to 1,024 hops) or a transfer
+    // standing for its copies. A pair's single hop is cheaper to route again: at 131k GPUs, keeping
+    // the pipeline sends too quadrupled the table (64 MB) for 2% more speed.
+    if (in.plan->keep_id != 0 && (in.num_members > 2 || copies)) {
+      const ShapeSlot& sh = kept_shape(ShapeKey{in.copies, in.plan->keep_id, in.phase, static_cast<uint32_t>(channel),
+                                                in.flow_base},
+                                       in, channel, tr, copies, channels < 1.0);
+      run.kept_at = sh.uses_at;
+      run.kept_count = sh.num_uses;
+      sum = &sh.summary;
     } else {
       walked = walk_routes(in, channel, tr, copies, channels < 1.0, run.uses);
     }
@@ -201,6 +201,47 @@ CollectiveRuntime::RouteSummary CollectiveRuntime::walk_routes(const Instance& i
   if (copy_uses)
     for (auto [l, w] : *copy_uses) add_use(uses, l, w);
   return out;
+}
+
+const CollectiveRuntime::ShapeSlot& CollectiveRuntime::kept_shape(const ShapeKey& key, const Instance& in,
+                                                                   size_t channel, const Transfer& tr, bool copies,
+                                                                   bool want_slowest) {
+  auto slot_of = [&](const ShapeKey& k) {
+    const uint64_t h = sim::splitmix64(k.flow_base ^ (k.plan << 20) ^ (uint64_t{k.phase} << 44) ^ k.channel ^
+                                       reinterpret_cast<uintptr_t>(k.copies));
+    size_t i = h & (shape_table_.size() - 1);
+    while (shape_table_[i].key.plan != 0 && !(shape_table_[i].key == k)) i = (i + 1) & (shape_table_.size() - 1);
+    return i;
+  };
+  if (!shape_table_.empty()) {
+    ShapeSlot& found = shape_table_[slot_of(key)];
+    if (found.key.plan != 0) {
+      // Its flow starts on these links' records once its latency has passed: ask for them now,
+      // as a fresh walk does (a few links; not the thousands of a transfer standing for copies).
+      if (found.num_uses <= kLinearUses)
+        for (uint32_t i = 0; i < found.num_uses; ++i)
+          res_.simulation().fluid().prefetch_constraint(shape_uses_[found.uses_at + i].constraint.value);
+      return found;
+    }
+  }
+  if (2 * (shapes_kept_ + 1) > shape_table_.size()) {  // grow: at most half full
+    sim::BigVector<ShapeSlot> old(std::max<size_t>(1024, 2 * shape_table_.size()));
+    old.swap(shape_table_);
+    for (const ShapeSlot& s : old)
+      if (s.key.plan != 0) shape_table_[slot_of(s.key)] = s;
+  }
+  ShapeSlot& slot = shape_table_[slot_of(key)];
+  shape_scratch_.clear();
+  slot.summary = walk_routes(in, channel, tr, copies, want_slowest, shape_scratch_);
+  if (shape_uses_.size() + shape_scratch_.size() > UINT32_MAX)
+    throw sim::UserError("the collectives' routes need more than 2^32 link uses: the cluster and its collectives are "
+                         "too large for the collective runtime");
+  slot.key = key;
+  slot.uses_at = static_cast<uint32_t>(shape_uses_.size());
+  slot.num_uses = static_cast<uint32_t>(shape_scratch_.size());
+  shape_uses_.insert(shape_uses_.end(), shape_scratch_.begin(), shape_scratch_.end());
+  ++shapes_kept_;
+  return slot;
 }
 
 void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double weight) {
@@ -255,10 +296,16 @@ bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
 
 const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instance& in, size_t channel,
                                                                      const Transfer& tr) {
-  auto key = std::make_tuple(in.copies, in.plan, in.phase, channel, in.flow_base);
-  auto it = copy_uses_.find(key);
-  if (it != copy_uses_.end()) return it->second;
-  CopyUses& out = copy_uses_[key];
+  CopyUses* kept = nullptr;
+  if (in.plan->keep_id != 0) {
+    auto key = std::make_tuple(in.copies, in.plan->keep_id, size_t{in.phase}, channel, in.flow_base);
+    auto it = copy_uses_.find(key);
+    if (it != copy_uses_.end()) return it->second;
+    kept = &copy_uses_[key];
+  } else {
+    copy_scratch_.clear();
+  }
+  CopyUses& out = kept ? *kept : copy_scratch_;
   const auto& topo = res_.topology();
   const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
   const auto& links = topo.links();
@@ -293,7 +340,7 @@ void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
   run.moving = true;
-  run.activity = res_.simulation().fluid().start(run.bytes, run.all_uses(), run.max_rate, this, flow_tag(t, run.instance));
+  run.activity = res_.simulation().fluid().start(run.bytes, uses_of(run), run.max_rate, this, flow_tag(t, run.instance));
 }
 
 // Stage by stage down the chain on_event follows: the transfer's record, then its list of uses
@@ -306,7 +353,7 @@ void CollectiveRuntime::prefetch(uint32_t t, int stage) const {
     return;
   }
   if (!run.live || run.moving) return;
-  const std::span<const sim::Use> uses = run.all_uses();
+  const std::span<const sim::Use> uses = uses_of(run);
   sim::prefetch_range(uses.data(), uses.data() + uses.size());
 }
 

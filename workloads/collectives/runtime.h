@@ -27,7 +27,7 @@
 // splitmix64 per hop; nothing allocated.
 // The runtime allocates only while its pools grow to the peak number of collectives in flight;
 // plans are not copied: the caller keeps each plan alive until its collective is done (plans are
-// cached per distinct collective by the workload layer).
+// cached per distinct collective by the workload layer, and marked kept: CollectivePlan::keep_id).
 #pragma once
 
 #include <cstdint>
@@ -144,26 +144,50 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   };
   // A transfer's uses and route summary are a function of its group, plan, phase and channel
   // alone (routes and nominal capacities do not change during a run; a failure or straggler changes
-  // a constraint's capacity, not the links a flow crosses). In symmetric mode a data-parallel
-  // collective spans every replica (1,024 members at 131k GPUs): walking its routes, thousands of
-  // links each, was the largest part of start_phase, repeated for every bucket of every step. Its
-  // transfers are walked once and kept.
-  struct TransferShape {
-    std::vector<sim::Use> uses;
+  // a constraint's capacity, not the links a flow crosses). A group sends the same transfers again
+  // and again (a tensor-parallel all-reduce in every layer and micro-batch, a data-parallel ring in
+  // every bucket), so for a kept plan (keep_id) each is walked once and its uses kept (ShapeSlot;
+  // which transfers: see start_phase). Walking the routes was most of start_phase and topology's
+  // route, about a tenth of the instructions of the Llama 3 405B step (4,096 GPUs: 23.7 G -> 21.4 G);
+  // in symmetric mode a transfer standing for its copies or spanning the replicas has thousands of
+  // uses.
+  struct ShapeKey {
+    const ReplicaCopies* copies;
+    uint64_t plan;  // its keep_id (0: an empty slot)
+    uint32_t phase, channel;
+    uint64_t flow_base;  // a hash of the members (see the flow hash above)
+    bool operator==(const ShapeKey&) const = default;
+  };
+  // A kept transfer: one line, found by open addressing (linear probing) in shape_table_, so that
+  // a lookup at 131k GPUs costs one miss where a node-based map cost three or four.
+  struct alignas(64) ShapeSlot {
+    ShapeKey key{};
+    uint32_t uses_at = 0;  // in shape_uses_
+    uint32_t num_uses = 0;
     RouteSummary summary;
   };
+  static_assert(sizeof(ShapeSlot) == 64);
+  static constexpr uint32_t kNotKept = UINT32_MAX;
   struct TransferRun {
     uint32_t instance = 0;
+    uint32_t kept_at = kNotKept;  // its kept uses in shape_uses_, or kNotKept: its uses are in `uses`
+    uint32_t kept_count = 0;
     double bytes = 0.0;  // on the wire
     double max_rate = 0.0;
-    std::vector<sim::Use> uses;           // its own uses; empty when `shape` holds them
-    const TransferShape* shape = nullptr;  // the kept uses of its group's transfer, or null
-    std::span<const sim::Use> all_uses() const { return shape ? std::span<const sim::Use>(shape->uses) : uses; }
+    std::vector<sim::Use> uses;  // its own uses, when its plan is not kept
     sim::EventId wait{};         // the latency wait, until the bytes start
     sim::ActivityId activity{};  // the bytes moving, once started
     bool moving = false;
     bool live = false;
   };
+  std::span<const sim::Use> uses_of(const TransferRun& run) const {
+    if (run.kept_at == kNotKept) return run.uses;
+    return {shape_uses_.data() + run.kept_at, run.kept_count};
+  }
+  // The kept transfer under `key`, walked (and kept) now if it is new; the slot stays valid until
+  // the next call.
+  const ShapeSlot& kept_shape(const ShapeKey& key, const Instance& in, size_t channel, const Transfer& tr,
+                              bool copies, bool want_slowest);
 
   void start_phase(uint32_t inst);
   // Routes each hop of transfer `tr` (channel `channel`) of `in`, adds its uses to `uses` (with
@@ -217,10 +241,16 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   bool use_marks_ = false;
   uint32_t stamp_ = 0;
   topo::Route route_;
-  // Copies' uses per (copies, plan, phase, channel, flow_base: a hash of the members): see ReplicaCopies.
-  std::map<std::tuple<const ReplicaCopies*, const CollectivePlan*, size_t, size_t, uint64_t>, CopyUses> copy_uses_;
-  // Kept transfers under the same key (see TransferShape); a map's entries do not move.
-  std::map<std::tuple<const ReplicaCopies*, const CollectivePlan*, size_t, size_t, uint64_t>, TransferShape> shapes_;
+  // Copies' uses per (copies, plan's keep_id, phase, channel, flow_base: a hash of the members):
+  // see ReplicaCopies.
+  std::map<std::tuple<const ReplicaCopies*, uint64_t, size_t, size_t, uint64_t>, CopyUses> copy_uses_;
+  CopyUses copy_scratch_;  // a plan not kept (keep_id 0): its copies' uses, derived at each start
+  // Kept transfers (see ShapeSlot): a power-of-two table at most half full, their uses one
+  // after another in shape_uses_.
+  sim::BigVector<ShapeSlot> shape_table_;
+  size_t shapes_kept_ = 0;
+  sim::BigVector<sim::Use> shape_uses_;
+  std::vector<sim::Use> shape_scratch_;
 };
 
 }  // namespace wl

@@ -1365,6 +1365,7 @@ const CollectivePlan* ProgramExecutor::plan_for(uint32_t c, uint32_t instance, C
                bytes, cm.name, req.group.size(), req.group.front(), algorithm_name(plan->algorithm),
                protocol_name(plan->protocol), cm.algorithm == Algorithm::kAuto ? "auto" : "requested",
                plan->phases.size());
+  plan->keep_id = ++plan_ids_;  // kept in plans_ for the executor's (and its runtime's) lifetime
   return (plans_[key] = std::move(plan)).get();
 }
 
@@ -1379,6 +1380,7 @@ const CollectivePlan& ProgramExecutor::send_plan(double bytes) {
   t.bytes = bytes;
   t.latency_steps = 1;
   plan->phases.push_back(Phase{{t}});
+  plan->keep_id = ++plan_ids_;
   return *(send_plans_[bytes] = std::move(plan));
 }
 

@@ -375,6 +375,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint32_t> free_delays_;
   std::map<std::tuple<uint32_t, uint32_t, uint8_t, double>, std::unique_ptr<CollectivePlan>> plans_;
   std::map<double, std::unique_ptr<CollectivePlan>> send_plans_;
+  uint64_t plan_ids_ = 0;  // the last keep_id given to a plan of plans_ or send_plans_
   std::vector<uint32_t> scratch_members_, scratch_gpus_;
   std::deque<std::vector<uint32_t>> member_buffers_;
   size_t completion_depth_ = 0;
