@@ -54,6 +54,21 @@ std::vector<uint32_t> iota(uint32_t n, uint32_t first = 0) {
   return v;
 }
 
+// A plan of one direct transfer of `bytes` over `hops` (member positions), paying no step latency.
+CollectivePlan direct_plan(std::vector<std::pair<uint32_t, uint32_t>> hops, double bytes, uint32_t ranks) {
+  CollectivePlan plan;
+  plan.op = CollectiveOp::kSendRecv;
+  plan.algorithm = Algorithm::kDirect;
+  plan.bytes = bytes;
+  plan.ranks = ranks;
+  Transfer tr;
+  tr.hops = std::move(hops);
+  tr.bytes = bytes;
+  tr.latency_steps = 0;
+  plan.phases.push_back(Phase{{tr}});
+  return plan;
+}
+
 // Per-step latency a = software step overhead + one GPU -> switch -> GPU route.
 double step_latency(const topo::Topology& t, const RuntimeOptions& ro) {
   topo::Route r;
@@ -103,16 +118,7 @@ TEST(CollectiveSim, ATransferCrossingALinkTwiceLoadsItTwice) {
   RuntimeOptions ro;
   ro.step_overhead = sim::Time::zero();
   CollectiveRuntime rt(res, ro);
-  CollectivePlan plan;
-  plan.op = CollectiveOp::kSendRecv;
-  plan.algorithm = Algorithm::kDirect;
-  plan.bytes = 1e6;
-  plan.ranks = 2;
-  Transfer tr;
-  tr.hops = {{0, 1}, {1, 0}, {0, 1}};
-  tr.bytes = 1e6;
-  tr.latency_steps = 0;
-  plan.phases.push_back(Phase{{tr}});
+  const CollectivePlan plan = direct_plan({{0, 1}, {1, 0}, {0, 1}}, 1e6, 2);
   Done done;
   rt.start(plan, iota(2), &done, 0);
   auto r = sim.run();
@@ -134,17 +140,8 @@ TEST(CollectiveSim, AKeptPlanRoutesEachGroupItRunsOn) {
   RuntimeOptions ro;
   ro.step_overhead = sim::Time::zero();
   CollectiveRuntime rt(res, ro);
-  CollectivePlan plan;
-  plan.op = CollectiveOp::kSendRecv;
-  plan.algorithm = Algorithm::kDirect;
-  plan.bytes = 1e6;
-  plan.ranks = 3;
+  CollectivePlan plan = direct_plan({{0, 1}, {1, 2}, {2, 0}}, 1e6, 3);
   plan.keep_id = 1;
-  Transfer tr;
-  tr.hops = {{0, 1}, {1, 2}, {2, 0}};
-  tr.bytes = 1e6;
-  tr.latency_steps = 0;
-  plan.phases.push_back(Phase{{tr}});
   Done done;
   rt.start(plan, iota(3), &done, 0, /*relative_hops=*/true);
   rt.start(plan, iota(3, 3), &done, 1, /*relative_hops=*/true);

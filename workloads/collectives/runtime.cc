@@ -181,7 +181,7 @@ CollectiveRuntime::RouteSummary CollectiveRuntime::walk_routes(const Instance& i
   const auto& topo = res_.topology();
   const std::span<const uint32_t> members = in.members();
   const uint64_t connection = sim::splitmix64(in.flow_base ^ channel);
-  const CopyUses* copy_uses = copies ? &copy_uses_of(in, channel, tr) : nullptr;
+  const CopyUses* copied = copies ? &copy_uses(in, channel, tr) : nullptr;
   use_links_.clear();
   use_seen_ = 0;
   use_marks_ = false;
@@ -198,8 +198,8 @@ CollectiveRuntime::RouteSummary CollectiveRuntime::walk_routes(const Instance& i
       add_use(uses, l, 1.0);
     }
   }
-  if (copy_uses)
-    for (auto [l, w] : *copy_uses) add_use(uses, l, w);
+  if (copied)
+    for (auto [l, w] : *copied) add_use(uses, l, w);
   return out;
 }
 
@@ -294,18 +294,10 @@ bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
   return true;
 }
 
-const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses_of(const Instance& in, size_t channel,
+const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses(const Instance& in, size_t channel,
                                                                      const Transfer& tr) {
-  CopyUses* kept = nullptr;
-  if (in.plan->keep_id != 0) {
-    auto key = std::make_tuple(in.copies, in.plan->keep_id, size_t{in.phase}, channel, in.flow_base);
-    auto it = copy_uses_.find(key);
-    if (it != copy_uses_.end()) return it->second;
-    kept = &copy_uses_[key];
-  } else {
-    copy_scratch_.clear();
-  }
-  CopyUses& out = kept ? *kept : copy_scratch_;
+  CopyUses& out = copy_scratch_;
+  out.clear();
   const auto& topo = res_.topology();
   const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
   const auto& links = topo.links();

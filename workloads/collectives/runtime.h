@@ -31,9 +31,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <span>
-#include <tuple>
 #include <vector>
 
 #include "sim/event_handler.h"
@@ -54,7 +52,8 @@ namespace wl {
 // representative's carry, and the representative's, in the same transfers, bind no later.
 // Communication SMs are held only on simulated GPUs.
 // The copies' uses of a transfer are the same every time the same group sends the same plan's
-// transfer (a pipeline stage's send in every micro-batch): they are computed once and kept.
+// transfer (a pipeline stage's send in every micro-batch): they are computed once and kept with
+// the transfer's own (CollectiveRuntime's ShapeSlot).
 struct ReplicaCopies {
   std::vector<uint32_t> gpu_offsets;   // one per other replica; empty: no copies (a group spanning replicas)
   bool node_aligned = false;           // every offset is a whole number of nodes
@@ -198,9 +197,10 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // comm_begin (begin) or comm_end on every member GPU a rank runs on (not the mirrored ones).
   void mark_members(const Instance& in, bool begin);
   // The fabric links the copies of transfer `tr` (channel `channel`) load, with how many copies
-  // cross each: (link index, weight), computed once per (plan, phase, channel, group).
+  // cross each: (link index, weight), in scratch valid until the next call (walk_routes adds them
+  // to the transfer's uses, which kept_shape keeps).
   using CopyUses = std::vector<std::pair<uint32_t, double>>;
-  const CopyUses& copy_uses_of(const Instance& in, size_t channel, const Transfer& tr);
+  const CopyUses& copy_uses(const Instance& in, size_t channel, const Transfer& tr);
   bool intra_node_aligned(const Instance& in) const;
   // Adds `weight` to link l's use in `uses`, the current transfer's (a new entry the first time l
   // is seen since start_phase cleared use_links_).
@@ -229,7 +229,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // Scratch: per-link weight accumulation for one transfer or copy list. A transfer's first
   // kLinearUses links are found by a scan of use_links_ (a node's NVLink pair, a few fabric hops:
   // at 131k GPUs the per-link marks were two cold misses per link); past that, and in
-  // copy_uses_of, a link's mark says where its entry is (the stamp avoids clearing).
+  // copy_uses, a link's mark says where its entry is (the stamp avoids clearing).
   static constexpr size_t kLinearUses = 16;
   struct LinkMark {
     uint32_t stamp = 0;
@@ -241,10 +241,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   bool use_marks_ = false;
   uint32_t stamp_ = 0;
   topo::Route route_;
-  // Copies' uses per (copies, plan's keep_id, phase, channel, flow_base: a hash of the members):
-  // see ReplicaCopies.
-  std::map<std::tuple<const ReplicaCopies*, uint64_t, size_t, size_t, uint64_t>, CopyUses> copy_uses_;
-  CopyUses copy_scratch_;  // a plan not kept (keep_id 0): its copies' uses, derived at each start
+  CopyUses copy_scratch_;  // copy_uses' result
   // Kept transfers (see ShapeSlot): a power-of-two table at most half full, their uses one
   // after another in shape_uses_.
   sim::BigVector<ShapeSlot> shape_table_;

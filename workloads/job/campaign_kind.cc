@@ -96,9 +96,10 @@ class SimulatedStepCosts : public StepCostSource {
   }
 
   int64_t simulated() const { return simulated_; }
-  // How the simulated steps ran: "symmetric", "expanded", or both as "symmetric 1, expanded 2";
-  // an expanded step's reason (symmetric mode asked for where it does not hold) after it.
+  // The steps simulated, by the fidelity that ran.
   const std::map<std::string, int64_t>& fidelity_counts() const { return fidelity_counts_; }
+  // How the simulated steps ran: "symmetric", "expanded", or both as "expanded 2, symmetric 1";
+  // an expanded step's reason (symmetric mode asked for where it does not hold) after it.
   std::string fidelities() const {
     std::string out;
     for (const auto& [name, count] : fidelity_counts_) {
