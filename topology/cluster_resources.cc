@@ -21,40 +21,73 @@ double efficiency_of(LinkKind kind, const HardwareProfile& o) {
 }
 }  // namespace
 
-double ClusterResources::link_capacity(uint32_t link) const {
-  const Link& l = topo_.links()[link];
-  return l.bandwidth_Bps * efficiency_of(l.kind, opt_);
+double link_capacity(const Link& l, const HardwareProfile& profile) {
+  return l.bandwidth_Bps * efficiency_of(l.kind, profile);
 }
 
+double ClusterResources::link_capacity(uint32_t link) const { return ::topo::link_capacity(topo_.links()[link], opt_); }
+
 ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu,
-                                   const HardwareProfile& opt)
+                                   const HardwareProfile& opt, std::vector<uint8_t> modelled)
     : sim_(sim), topo_(topo), gpu_(gpu), opt_(opt) {
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
-  fluid.reserve_constraints(links.size() + 2 * static_cast<size_t>(topo_.num_gpus()));
+  const uint32_t n = topo_.num_gpus();
+  SIM_ASSERT(modelled.empty() || modelled.size() == n, "ClusterResources: one modelled flag per GPU");
+  uint32_t m = n;
+  if (!modelled.empty()) {
+    m = 0;
+    for (uint8_t f : modelled) m += f != 0;
+    if (m == n) modelled.clear();  // all of them: the plain layout
+  }
+  num_modelled_ = m;
+  // Per GPU, its place: the modelled GPUs first (in GPU order), then the others.
+  gpus_.resize(n);
+  if (modelled.empty()) {
+    for (uint32_t g = 0; g < n; ++g) gpus_[g].place = g;
+  } else {
+    gpu_at_.resize(n);
+    uint32_t first = 0, rest = m;
+    for (uint32_t g = 0; g < n; ++g) {
+      gpus_[g].place = modelled[g] ? first++ : rest++;
+      gpu_at_[gpus_[g].place] = g;
+    }
+    // A link is left out when it has a GPU the run does not model at an end.
+    link_constraint_.assign(links.size(), kNoConstraint);
+    for (uint32_t i = 0; i < links.size(); ++i) {
+      const Link& l = links[i];
+      const bool out = (l.src < n && !modelled[l.src]) || (l.dst < n && !modelled[l.dst]);
+      if (!out) constraint_link_.push_back(i);
+    }
+  }
+  const uint32_t kept = num_link_constraints();
+  fluid.reserve_constraints(kept + 2 * static_cast<size_t>(m));
   first_constraint_ = static_cast<uint32_t>(fluid.num_constraints());
-  for (size_t i = 0; i < links.size(); ++i) {
-    const Link& l = links[i];
-    auto c = fluid.add_constraint(l.bandwidth_Bps * efficiency_of(l.kind, opt_));
-    SIM_ASSERT(c == link(static_cast<uint32_t>(i)), "link constraints must be consecutive");
+  for (uint32_t k = 0; k < kept; ++k) {
+    const uint32_t i = constraint_link_.empty() ? k : constraint_link_[k];
+    auto c = fluid.add_constraint(::topo::link_capacity(links[i], opt_));
+    if (!link_constraint_.empty()) link_constraint_[i] = c.value;
+    SIM_ASSERT(c == link(i), "link constraints must be consecutive");
     if (opt_.watch_links) fluid.watch(c);
   }
-  uint32_t n = topo_.num_gpus();
   gpu_base_ = static_cast<uint32_t>(fluid.num_constraints());
-  for (uint32_t g = 0; g < n; ++g) {
+  for (uint32_t p = 0; p < m; ++p) {
     fluid.add_constraint(1.0);  // SM pool
     fluid.add_constraint(1.0);  // HBM
   }
   // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
-  fluid.add_namer(sim::ConstraintId(first_constraint_), static_cast<uint32_t>(links.size() + 2 * static_cast<size_t>(n)), this);
-  gpus_.resize(n);
-  for (uint32_t g = 0; g < n; ++g) gpus_[g].place = g;
+  fluid.add_namer(sim::ConstraintId(first_constraint_), kept + 2 * m, this);
   capacity_stale_.assign((n + 63) / 64, 0);
   gpu_failed_.assign(n, 0);
-  if (sim::Log* log = sim_.log())
+  if (sim::Log* log = sim_.log()) {
     log->at(sim::Layer::kTopology)
         .info("resources: {} x {}, {} vertices, {} directed links, {} sharing constraints", n, gpu_.name,
-              topo_.num_vertices(), links.size(), links.size() + 2 * static_cast<size_t>(n));
+              topo_.num_vertices(), links.size(), kept + 2 * static_cast<size_t>(m));
+    if (m < n)
+      log->at(sim::Layer::kTopology)
+          .info("resources: {} of {} GPUs modelled individually; {} links of the others left out", m, n,
+                links.size() - kept);
+  }
 }
 
 ClusterResources::~ClusterResources() { sim_.fluid().remove_namer(this); }
@@ -67,6 +100,8 @@ bool ClusterResources::order_gpus(std::span<const uint32_t> order) {
     SIM_ASSERT(order[i] < n && place[order[i]] == UINT32_MAX, "order_gpus: the order must list every GPU once");
     place[order[i]] = i;
   }
+  for (uint32_t i = 0; i < num_modelled_; ++i)
+    if (!modelled(order[i])) return false;  // a GPU without SM pool and HBM in a modelled GPU's place
   // Untouched: every GPU's SM pool and HBM at capacity 1 with no user, so places can be swapped.
   if (sim_.fluid().num_active() > 0 || failed_gpus_ > 0 || !gpu_speed_.empty()) return false;
   for (const GpuState& g : gpus_)
@@ -87,10 +122,14 @@ bool ClusterResources::order_gpus(std::span<const uint32_t> order) {
 std::string ClusterResources::constraint_name(sim::ConstraintId c) const {
   const uint32_t i = c.value - first_constraint_;
   const auto& links = topo_.links();
-  if (i < links.size()) return topo_.vertex_name(links[i].src) + "->" + topo_.vertex_name(links[i].dst);
-  const auto at = static_cast<uint32_t>((i - links.size()) / 2);
+  const uint32_t kept = num_link_constraints();
+  if (i < kept) {
+    const Link& l = links[constraint_link_.empty() ? i : constraint_link_[i]];
+    return topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst);
+  }
+  const auto at = static_cast<uint32_t>((i - kept) / 2);
   const uint32_t g = gpu_at_.empty() ? at : gpu_at_[at];
-  return "gpu" + std::to_string(g) + ((i - links.size()) % 2 == 0 ? " SMs" : " HBM");
+  return "gpu" + std::to_string(g) + ((i - kept) % 2 == 0 ? " SMs" : " HBM");
 }
 
 double ClusterResources::roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps) {
@@ -101,7 +140,7 @@ double ClusterResources::roofline_seconds(double flops, double peak_flops, doubl
 
 sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, double peak_flops, double bytes,
                                                double hbm_efficiency, sim::ActivityOwner* owner, uint64_t tag) {
-  SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
+  SIM_ASSERT(modelled(gpu), "kernel on an unknown GPU or one the run does not model");
   double tc = peak_flops > 0 ? flops / peak_flops : 0.0;
   double tm = bytes / (gpu_.hbm_bandwidth_Bps * hbm_efficiency);
   double t0 = std::max(tc, tm);
@@ -113,7 +152,7 @@ sim::ActivityId ClusterResources::start_kernel(uint32_t gpu, double flops, doubl
 
 sim::ActivityId ClusterResources::start_timed_kernel(uint32_t gpu, double seconds, double sm_load, double hbm_load,
                                                      sim::ActivityOwner* owner, uint64_t tag, uint32_t slot) {
-  SIM_ASSERT(gpu < topo_.num_gpus(), "kernel on an unknown GPU");
+  SIM_ASSERT(modelled(gpu), "kernel on an unknown GPU or one the run does not model");
   if (seconds <= 0.0) return sim_.fluid().start(0.0, {}, sim::kUnbounded, owner, tag, slot);
   if (stale(place(gpu))) apply_gpu_capacity(gpu);
   sim::Use uses[2] = {{sm_pool(gpu), sm_load}, {hbm(gpu), hbm_load}};
@@ -131,7 +170,7 @@ void ClusterResources::enable_link_counters(std::span<const uint32_t> gpus) {
   auto is_traced = [&](uint32_t v) { return v < traced.size() && traced[v]; };
   for (size_t i = 0; i < links.size(); ++i) {
     const Link& l = links[i];
-    if (!is_traced(l.src) && !is_traced(l.dst)) continue;
+    if ((!is_traced(l.src) && !is_traced(l.dst)) || !has_link(static_cast<uint32_t>(i))) continue;
     link_counters_[i].process = is_traced(l.src) ? l.src : l.dst;
     link_counters_[i].name = bus.names().intern("util " + topo_.vertex_name(l.src) + "->" + topo_.vertex_name(l.dst));
     sim_.fluid().watch(link(static_cast<uint32_t>(i)));
@@ -140,9 +179,11 @@ void ClusterResources::enable_link_counters(std::span<const uint32_t> gpus) {
 }
 
 void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) {
-  // Link constraints were created consecutively, so a link's index is its offset from the first.
-  if (c.value < first_constraint_) return;
+  // Link constraints were created consecutively, so a link's index is its offset from the first
+  // (or, with GPUs left out, found from it).
+  if (c.value < first_constraint_ || c.value - first_constraint_ >= num_link_constraints()) return;
   uint32_t i = c.value - first_constraint_;
+  if (!constraint_link_.empty()) i = constraint_link_[i];
   if (i >= link_counters_.size() || link_counters_[i].name == sim::kNoName) return;
   sim::CounterRecord r;
   r.process = link_counters_[i].process;
@@ -153,11 +194,12 @@ void ClusterResources::on_load_change(sim::ConstraintId c, sim::Time now, double
 }
 
 void ClusterResources::fail_gpu(uint32_t gpu) {
-  SIM_ASSERT(gpu < topo_.num_gpus(), "fail_gpu on an unknown GPU");
+  SIM_ASSERT(modelled(gpu), "fail_gpu on an unknown GPU or one the run does not model");
   auto& fluid = sim_.fluid();
   const auto& links = topo_.links();
   for (size_t i = 0; i < links.size(); ++i)
-    if (links[i].src == gpu || links[i].dst == gpu) fluid.set_up(link(static_cast<uint32_t>(i)), false, sim::DownPolicy::kStall);
+    if ((links[i].src == gpu || links[i].dst == gpu) && has_link(static_cast<uint32_t>(i)))
+      fluid.set_up(link(static_cast<uint32_t>(i)), false, sim::DownPolicy::kStall);
   if (!gpu_failed_[gpu]) ++failed_gpus_;
   gpu_failed_[gpu] = 1;
   fluid.set_up(sm_pool(gpu), false, sim::DownPolicy::kFail);
@@ -173,11 +215,11 @@ void ClusterResources::fail_link(uint32_t link) {
 void ClusterResources::set_link_speed(uint32_t link, double speed) {
   SIM_ASSERT(link < topo_.links().size() && speed > 0, "set_link_speed: unknown link or speed <= 0");
   const Link& l = topo_.links()[link];
-  sim_.fluid().set_capacity(this->link(link), l.bandwidth_Bps * efficiency_of(l.kind, opt_) * speed);
+  sim_.fluid().set_capacity(this->link(link), ::topo::link_capacity(l, opt_) * speed);
 }
 
 void ClusterResources::set_gpu_speed(uint32_t gpu, double speed) {
-  SIM_ASSERT(gpu < topo_.num_gpus() && speed > 0, "set_gpu_speed: unknown GPU or speed <= 0");
+  SIM_ASSERT(modelled(gpu) && speed > 0, "set_gpu_speed: unknown GPU, one the run does not model, or speed <= 0");
   if (gpu_speed_.empty()) gpu_speed_.assign(topo_.num_gpus(), 1.0);
   gpu_speed_[gpu] = speed;
   apply_gpu_capacity(gpu);
@@ -206,6 +248,7 @@ uint32_t comm_state(uint32_t count) { return (count != 0 ? 1u : 0u) | ((count & 
 
 void ClusterResources::comm_changed(uint32_t gpu) {
   if (opt_.comm_sms == 0 || gpu_.sm_count == 0) return;
+  SIM_ASSERT(place(gpu) < num_modelled_, "communication on a GPU the run does not model");
   auto& fluid = sim_.fluid();
   if (fluid.in_use(sm_pool(gpu)) || fluid.in_use(hbm(gpu))) {
     apply_gpu_capacity(gpu);

@@ -10,12 +10,19 @@
 // with (F/P)/t0 and HBM with (B/BW)/t0: alone it runs at the roofline; two kernels side by side
 // split the SMs; while a communication kernel holds SMs (NCCL CTAs do not share an SM with compute,
 // nccl#689) the SM pool shrinks by comm_sms/sm_count and compute slows accordingly.
+//
+// A run may model only some GPUs individually (`modelled`): symmetric mode simulates one
+// data-parallel replica and stands its copies' traffic on the fabric's shared links
+// (wl::ExecutorOptions::symmetric_dp), so the other GPUs' SM pools, HBM and private links (scale-up
+// and NIC: every link with such a GPU at an end) are never used and get no constraint. At 131,072
+// GPUs that leaves about 17k of 803k constraints, and their records are never allocated.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "sim/error.h"
 #include "sim/fluid.h"
 #include "sim/observer.h"
 #include "sim/simulation.h"
@@ -25,9 +32,14 @@
 
 namespace topo {
 
+// A link's nominal capacity: its bandwidth times its kind's efficiency in the profile (bytes/s).
+double link_capacity(const Link& link, const HardwareProfile& profile);
+
 class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNamer {
  public:
-  ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const HardwareProfile& profile);
+  // `modelled`: per GPU, 1 for a GPU the run models individually; empty: every GPU (see the top).
+  ClusterResources(sim::Simulation& sim, const Topology& topo, const GpuSpec& gpu, const HardwareProfile& profile,
+                   std::vector<uint8_t> modelled = {});
   ~ClusterResources() override;
   ClusterResources(const ClusterResources&) = delete;
   ClusterResources& operator=(const ClusterResources&) = delete;
@@ -39,15 +51,27 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   const HardwareProfile& profile() const { return opt_; }
   sim::Simulation& simulation() { return sim_; }
 
-  // Link i is constraint first_constraint_ + i (computed, not looked up: a table would be one more
-  // cache miss per link of a transfer's route at 16k GPUs and more). A GPU's SM pool and HBM are
-  // constraints gpu_base_ + 2 p and + 1, p its place in the GPU order (order_gpus; the GPU's
-  // index until then).
-  sim::ConstraintId link(uint32_t link_index) const { return sim::ConstraintId(first_constraint_ + link_index); }
+  // Whether the run models this GPU individually (every GPU unless `modelled` was given), and
+  // whether it models them all.
+  bool modelled(uint32_t gpu) const { return gpu < topo_.num_gpus() && place(gpu) < num_modelled_; }
+  bool models_every_gpu() const { return num_modelled_ == topo_.num_gpus(); }
+  // With every GPU modelled, link i is constraint first_constraint_ + i (computed, not looked up:
+  // a table would be one more cache miss per link of a transfer's route at 16k GPUs and more);
+  // otherwise a table gives the kept links' constraints (asking for a link left out is an internal
+  // error). A GPU's SM pool and HBM are constraints gpu_base_ + 2 p and + 1, p its place in the
+  // GPU order (order_gpus; the GPU's index until then; the modelled GPUs' places come first).
+  sim::ConstraintId link(uint32_t link_index) const {
+    if (link_constraint_.empty()) return sim::ConstraintId(first_constraint_ + link_index);
+    SIM_ASSERT(link_constraint_[link_index] != kNoConstraint, "a link of a GPU the run does not model");
+    return sim::ConstraintId(link_constraint_[link_index]);
+  }
+  bool has_link(uint32_t link_index) const {
+    return link_constraint_.empty() || link_constraint_[link_index] != kNoConstraint;
+  }
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu)); }
   sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu) + 1); }
   // Lays the GPUs' SM pool and HBM records (and stale-capacity bits) out in `order`, a permutation of
-  // the GPUs: GPU order[i]'s come i-th. A workload whose events visit GPUs in a known order (the
+  // the GPUs: GPU order[i]'s come i-th (the modelled GPUs must come first; returns false otherwise). A workload whose events visit GPUs in a known order (the
   // executor: one pipeline stage of every data-parallel replica at a time) passes it, so that its
   // walk over these records is sequential in memory, which the hardware prefetcher follows.
   // Changes no result. Only while the GPUs are untouched (no activity running, no communication,
@@ -76,8 +100,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   // Roofline time of a kernel alone on an idle GPU.
   static double roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps);
 
-  // Link utilisation counters on the observer bus: every link that starts or ends at one of
-  // `gpus` reports load / capacity (0..1) whenever its load changes, as counter "util <link>" on
+  // Link utilisation counters on the observer bus: every link (with a constraint) that starts or
+  // ends at one of `gpus` reports load / capacity (0..1) whenever its load changes, as counter "util <link>" on
   // the process of that GPU (its rank in the trace). Call before the run.
   void enable_link_counters(std::span<const uint32_t> gpus);
   void on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) override;
@@ -113,6 +137,15 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   GpuSpec gpu_;
   HardwareProfile opt_;
   uint32_t gpu_base_ = 0;  // the first GPU's SM pool
+  uint32_t num_modelled_ = 0;  // GPUs with an SM pool and HBM: the first places
+  static constexpr uint32_t kNoConstraint = UINT32_MAX;
+  // Only when some GPUs are not modelled: per link, its constraint (kNoConstraint: left out); and
+  // per link constraint, in order from first_constraint_, its link.
+  std::vector<uint32_t> link_constraint_;
+  std::vector<uint32_t> constraint_link_;
+  uint32_t num_link_constraints() const {
+    return static_cast<uint32_t>(link_constraint_.empty() ? topo_.links().size() : constraint_link_.size());
+  }
   // Per GPU, in GPU order: its place in the GPU order (order_gpus) and how much communication
   // runs on it (communication kernels on SMs in the low 16 bits, copy-engine copies above). One
   // record, so that comm_begin/comm_end read one line for a node's GPUs, not a place and then,

@@ -132,5 +132,53 @@ TEST(ClusterResourcesOrder, ReorderedGpusKeepTheirOwnCapacitiesAndNames) {
   EXPECT_EQ(ends.end[3], sim::Time::ms(1));
 }
 
+// A run that models GPUs 2 and 3 of a 4-GPU NVSwitch node only (symmetric mode's use): GPUs 0
+// and 1 get no SM pool, no HBM and no link constraints (their links to and from the switch), so
+// of the 8 directed links and 2 x 4 GPU pools, 4 links and 2 x 2 pools are made. What is made
+// works as in a full run: 1 GB from GPU 2 to GPU 3 crosses two 100 GB/s links (at efficiency 1),
+// 10 ms; a kernel of
+// 1 ms beside communication on its GPU takes 1 ms x 132 / 116 = 1,137,932 ns (as
+// CopyEnginesTakeHbmButNoSms works out).
+TEST(ClusterResourcesModelled, GpusNotModelledGetNoConstraints) {
+  auto t = build_scale_up(4, ScaleUpSpec{ScaleUpKind::kNvSwitch, 100e9, sim::Time::zero()});
+  ASSERT_EQ(t.links().size(), 8u);
+  sim::Simulation s(1);
+  HardwareProfile o = comm_profile();
+  o.scale_up_efficiency = 1.0;
+  ClusterResources res(s, t, find_gpu("h100-sxm"), o, std::vector<uint8_t>{0, 0, 1, 1});
+  EXPECT_EQ(s.fluid().num_constraints(), 4u + 2u * 2u);
+  EXPECT_FALSE(res.models_every_gpu());
+  EXPECT_FALSE(res.modelled(0));
+  EXPECT_TRUE(res.modelled(3));
+  for (uint32_t l = 0; l < 8; ++l) {
+    const bool gpu01 = t.links()[l].src < 2 || t.links()[l].dst < 2;
+    EXPECT_EQ(res.has_link(l), !gpu01) << "link " << l;
+  }
+  EXPECT_EQ(s.fluid().name(res.sm_pool(2)), "gpu2 SMs");
+  EXPECT_EQ(s.fluid().name(res.hbm(3)), "gpu3 HBM");
+  // Modelled GPUs keep the first places: an order putting GPU 0 there is refused.
+  EXPECT_FALSE(res.order_gpus(std::vector<uint32_t>{0, 2, 3, 1}));
+  EXPECT_TRUE(res.order_gpus(std::vector<uint32_t>{3, 2, 0, 1}));
+  EXPECT_EQ(s.fluid().name(res.sm_pool(3)), "gpu3 SMs");
+  EXPECT_EQ(res.hbm(2).value, res.sm_pool(3).value + 3);
+
+  Route r;
+  t.route(2, 3, 0, r);
+  ASSERT_EQ(r.links.size(), 2u);
+  std::vector<sim::Use> uses;
+  for (uint32_t l : r.links) {
+    uses.push_back(sim::Use{res.link(l), 1.0});
+    EXPECT_EQ(s.fluid().name(res.link(l)), t.vertex_name(t.links()[l].src) + "->" + t.vertex_name(t.links()[l].dst));
+  }
+  KernelEnds ends(s);
+  s.fluid().start(1e9, uses, sim::kUnbounded, &ends, 0);
+  res.comm_begin(3);
+  res.start_kernel(3, 1e12, 1e15, 0, 1.0, &ends, 3);
+  s.run();
+  res.comm_end(3);
+  EXPECT_EQ(ends.end[0], sim::Time::ms(10));
+  EXPECT_EQ(ends.end[3], sim::Time::ns(1137932));
+}
+
 }  // namespace
 }  // namespace topo

@@ -38,6 +38,7 @@ cluster:
 struct Outcome {
   StepResult step;
   std::string error;
+  size_t constraints = 0;  // the fluid model's, after the run
 };
 
 Outcome run(const std::string& workload, const std::vector<std::string>& overrides = {}) {
@@ -54,6 +55,7 @@ Outcome run(const std::string& workload, const std::vector<std::string>& overrid
       return out;
     }
     out.step = tr->step();
+    out.constraints = sim.fluid().num_constraints();
   } catch (const sim::UserError& e) {
     out.error = e.what();
   }
@@ -102,6 +104,15 @@ TEST(SymmetricMode, PipelineAcrossRacksMatchesExpanded) {
                      {"workload.fidelity=symmetric"});
   ASSERT_EQ(sy.error, "");
   EXPECT_EQ(sy.step.ranks_simulated, 32u);  // 8 x 4 of 128
+  // Resources for replica 0's 32 GPUs only: the 8 fabric links (4 rack uplinks, each way), each
+  // GPU's 2 scale-up and 2 NIC links, and its SM pool and HBM: 8 + 32 x 4 + 32 x 2 = 200 sharing
+  // constraints, where the expanded run has 520 links + 128 x 2 pools = 776.
+  EXPECT_EQ(sy.constraints, 200u);
+  EXPECT_EQ(run(std::string("workload:\n  kind: training\n") + kModel +
+                    "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n",
+                {"workload.fidelity=expanded"})
+                .constraints,
+            776u);
   expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
                           "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n"
                           "  schedule: {kind: 1f1b}\n");

@@ -32,7 +32,10 @@ ClusterShape cluster_shape_of(const topo::Topology& topo, const topo::HardwarePr
 }
 
 RuntimeOptions runtime_options_for(const topo::ClusterResources& res) {
-  const topo::HardwareProfile& p = res.profile();
+  return runtime_options_for(res.gpu_spec(), res.profile());
+}
+
+RuntimeOptions runtime_options_for(const topo::GpuSpec& gpu, const topo::HardwareProfile& p) {
   RuntimeOptions ro;
   ro.step_overhead = p.step_overhead;
   CommCosts& c = ro.costs;
@@ -58,18 +61,21 @@ RuntimeOptions runtime_options_for(const topo::ClusterResources& res) {
   c.nvls_launch_s = p.nvls_latency.seconds();
   c.nvls_channels = p.nvls_channels;
   c.nvls_chunk_bytes = p.nvls_chunk;
-  ro.scale_up_Bps = res.gpu_spec().scale_up_bandwidth_Bps;
+  ro.scale_up_Bps = gpu.scale_up_bandwidth_Bps;
   return ro;
 }
 
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt) {
+  return cost_hints_for(res.topology(), res.gpu_spec(), res.profile(), opt);
+}
+
+CostHints cost_hints_for(const topo::Topology& topo, const topo::GpuSpec& gpu, const topo::HardwareProfile& o,
+                         const RuntimeOptions& opt) {
   CostHints h;
   h.costs = opt.costs;
   h.costs.simple.step_s = opt.step_overhead.seconds();
   h.scale_up_Bps = opt.scale_up_Bps;
-  const auto& topo = res.topology();
-  const auto& o = res.profile();
-  h.intra_node_Bps = res.gpu_spec().scale_up_bandwidth_Bps * o.scale_up_efficiency;
+  h.intra_node_Bps = gpu.scale_up_bandwidth_Bps * o.scale_up_efficiency;
   double inter = 0;
   double custom = 0;  // an edge list's links out of an accelerator's node (a DiLoCo gateway's WAN link)
   const bool torus = topo.kind() == topo::TopologyKind::kTorus;
@@ -83,7 +89,7 @@ CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions
     if (l.kind == topo::LinkKind::kTorus) inter = std::max(inter, l.bandwidth_Bps * o.torus_efficiency);
     const bool inside_node = l.dst < topo.num_gpus() && l.dst / gpn == l.src / gpn;
     if (l.kind == topo::LinkKind::kCustom && l.src < topo.num_gpus() && !inside_node)
-      custom = std::max(custom, res.link_capacity(i));
+      custom = std::max(custom, ::topo::link_capacity(l, o));
   }
   if (inter <= 0) inter = custom;
   if (inter > 0) h.inter_node_Bps = inter;

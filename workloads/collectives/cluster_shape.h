@@ -19,10 +19,13 @@ ClusterShape cluster_shape_of(const topo::ClusterResources& res);
 
 // The runtime's options from the cluster's hardware profile: Simple's step latency, every
 // protocol's costs, NVLS (topology/hardware_profile.h).
+RuntimeOptions runtime_options_for(const topo::GpuSpec& gpu, const topo::HardwareProfile& profile);
 RuntimeOptions runtime_options_for(const topo::ClusterResources& res);
 
-// Link hints for auto's alpha-beta estimate, taken from the cluster's resources and the runtime's
-// options (whose costs it copies).
+// Link hints for auto's alpha-beta estimate, taken from the cluster (its links' nominal
+// capacities) and the runtime's options (whose costs it copies).
+CostHints cost_hints_for(const topo::Topology& topo, const topo::GpuSpec& gpu, const topo::HardwareProfile& profile,
+                         const RuntimeOptions& opt);
 CostHints cost_hints_for(const topo::ClusterResources& res, const RuntimeOptions& opt);
 
 }  // namespace wl

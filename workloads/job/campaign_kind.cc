@@ -134,13 +134,13 @@ class SimulatedStepCosts : public StepCostSource {
   StepCost simulate(int64_t k) {
     const TrainingSettings ts = ds_ ? ds_->island : without_replicas(*ts_, k);
     sim::Simulation sim(seed_);
-    topo::ClusterResources res(sim, topo_, cluster_.gpu, cluster_.profile);
-    StepResult r;
-    {
-      TrainingStep step(res, ts, {});
-      step.start();
-      r = step.finish(sim.run());
-    }
+    // Prepared first, so that a step in symmetric mode gets resources for the GPUs it models only.
+    auto step = std::make_unique<TrainingStep>(topo_, cluster_.gpu, cluster_.profile, ts, std::vector<uint32_t>{});
+    topo::ClusterResources res(sim, topo_, cluster_.gpu, cluster_.profile, step->modelled_gpus());
+    step->attach(res);
+    step->start();
+    StepResult r = step->finish(sim.run());
+    step.reset();  // before the resources it runs on
     sim.finish();
     note_fidelity(r);
     if (r.outcome != StepOutcome::kCompleted) {
@@ -227,6 +227,14 @@ class CampaignJob : public Job {
         topo_(topo),
         cluster_(cluster) {}
 
+  // The full job's step, prepared for the resources of the GPUs it models (start() drops it when
+  // its cost is cached).
+  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+                               const topo::HardwareProfile& profile, const JobContext& ctx) override {
+    t0_ = std::chrono::steady_clock::now();
+    step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
+    return step_->modelled_gpus();
+  }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
     ctx_ = ctx;
     costs_ = std::make_unique<SimulatedStepCosts>(topo_, cluster_, res.simulation().random().seed());
@@ -236,9 +244,15 @@ class CampaignJob : public Job {
     seed_ = res.simulation().random().seed();
     // The full job's step runs in the scenario's own simulation (traced when asked), unless cached.
     if (!costs_->has(0)) {
-      t0_ = std::chrono::steady_clock::now();
-      step_ = std::make_unique<TrainingStep>(res, ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
+      if (!step_) {
+        t0_ = std::chrono::steady_clock::now();
+        step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(),
+                                               ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
+      }
+      step_->attach(res);
       step_->start();
+    } else {
+      step_.reset();
     }
   }
 

@@ -86,9 +86,16 @@ class DilocoJobResult : public JobResult {
 class DilocoJob : public Job {
  public:
   explicit DilocoJob(DilocoSettings ds) : ds_(std::move(ds)) {}
+  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+                               const topo::HardwareProfile& profile, const JobContext& ctx) override {
+    step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ds_.island, ctx.trace_ranks);
+    return step_->modelled_gpus();
+  }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
     seed_ = res.simulation().seed();
-    step_ = std::make_unique<TrainingStep>(res, ds_.island, ctx.trace_ranks);
+    if (!step_)
+      step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(), ds_.island, ctx.trace_ranks);
+    step_->attach(res);
     step_->start();
   }
   std::unique_ptr<JobResult> finish(const sim::RunResult& run) override {

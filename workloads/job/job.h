@@ -63,6 +63,15 @@ struct JobContext {
 class Job {
  public:
   virtual ~Job() = default;
+  // Optional, before start(), from the cluster's description alone: does what needs no resources
+  // (a training step builds its programs and decides its fidelity) and returns the GPUs the job
+  // will model individually, 1 per GPU of the topology (empty: every GPU), so that the caller
+  // builds the resources of those only (topo::ClusterResources' `modelled`): a step in symmetric
+  // mode models one data-parallel replica. start() prepares what was not.
+  virtual std::vector<uint8_t> prepare(const topo::Topology& /*topology*/, const topo::GpuSpec& /*gpu*/,
+                                       const topo::HardwareProfile& /*profile*/, const JobContext& /*ctx*/) {
+    return {};
+  }
   // Sets the work up on res's simulation (nothing runs until the caller runs the simulation).
   virtual void start(topo::ClusterResources& res, const JobContext& ctx) = 0;
   // After the simulation ran: the result (a kind may run further simulations of its own here).

@@ -27,14 +27,16 @@ class TrainingJobImpl : public Job {
     for (int64_t s = 0; s < j.pp; ++s) ranks.push_back(static_cast<uint32_t>(s) * layout.stride(Dim::kPp));
     return ranks;
   }
+  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+                               const topo::HardwareProfile& profile, const JobContext& ctx) override {
+    step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ts_, ctx.trace_ranks, step_options());
+    return step_->modelled_gpus();
+  }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
     res_ = &res;
-    StepOptions opt;
-    if (failures_) {
-      opt.failures = failures_->events;
-      opt.watchdog = failures_->watchdog;
-    }
-    step_ = std::make_unique<TrainingStep>(res, ts_, ctx.trace_ranks, std::move(opt));
+    if (!step_) step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(), ts_,
+                                                       ctx.trace_ranks, step_options());
+    step_->attach(res);
     if (ctx.export_program) ctx.export_program(step_->program(), step_->coster());
     step_->start();
   }
@@ -55,6 +57,14 @@ class TrainingJobImpl : public Job {
   }
 
  private:
+  StepOptions step_options() const {
+    StepOptions opt;
+    if (failures_) {
+      opt.failures = failures_->events;
+      opt.watchdog = failures_->watchdog;
+    }
+    return opt;
+  }
   // The next step after the abort, simulated on its own on the degraded cluster (what failed
   // before the abort stays dead), from the same seed.
   RecoveryOutcome recover_and_run(const StepResult& failed) {

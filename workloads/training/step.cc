@@ -74,8 +74,14 @@ double Breakdown::total() const {
 
 TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts,
                            const std::vector<uint32_t>& trace_ranks, StepOptions options)
-    : res_(res), ts_(ts), job_(ts.job), options_(std::move(options)) {
-  job_.profile = res.profile();  // the cluster's hardware profile is the one that counts (host_overhead too)
+    : TrainingStep(res.topology(), res.gpu_spec(), res.profile(), ts, trace_ranks, std::move(options)) {
+  attach(res);
+}
+
+TrainingStep::TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu, const topo::HardwareProfile& profile,
+                           const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks, StepOptions options)
+    : topo_(topo), gpu_(gpu), profile_(profile), ts_(ts), job_(ts.job), options_(std::move(options)) {
+  job_.profile = profile;  // the cluster's hardware profile is the one that counts (host_overhead too)
   plan_ = build_training(job_);
   result_.memory = plan_.memory;
   // The framework gets the device's memory less the CUDA context and one set of NCCL buffers per
@@ -98,10 +104,9 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
     jp_.gpu_of_rank = options_.gpu_of_rank;
   }
   const Layout& layout = jp_.layout;
-  const auto& topo = res.topology();
   const JobProgram& jp = jp_;
   // tp, pp and dp always; cp and dp_outer where the layout has them.
-  jp_.rank_label = [&layout, &topo, &jp](uint32_t rank) {
+  jp_.rank_label = [&layout, &topo = topo_, &jp](uint32_t rank) {
     std::string label = "rank " + std::to_string(rank) + " (node " + std::to_string(topo.node_of(jp.gpu_of(rank))) +
                         ", tp " + std::to_string(layout.coord(rank, Dim::kTp));
     if (layout.size(Dim::kCp) > 1) label += " cp " + std::to_string(layout.coord(rank, Dim::kCp));
@@ -109,11 +114,10 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
     if (layout.size(Dim::kDpOuter) > 1) label += " dp_outer " + std::to_string(layout.coord(rank, Dim::kDpOuter));
     return label + ")";
   };
-  bool symmetric = false;
   if (ts.fidelity != Fidelity::kExpanded) {
     const std::string problem = symmetric_problem(trace_ranks);
     if (problem.empty()) {
-      symmetric = true;
+      symmetric_ = true;
     } else if (ts.fidelity == Fidelity::kSymmetric && job_.dp * job_.dp_outer > 1) {
       throw sim::ConfigError((ts.fidelity_at.empty() ? std::string("workload.fidelity") : ts.fidelity_at) +
                              ": symmetric mode does not hold for this step: " + problem +
@@ -122,18 +126,41 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
       result_.fidelity_note = "symmetric mode does not hold: " + problem + "; ran expanded";
     }
   }
+  if (symmetric_) result_.fidelity = "symmetric";
+  trace_ranks_ = trace_ranks;
+}
+
+std::vector<uint8_t> TrainingStep::modelled_gpus() const {
+  if (!symmetric_) return {};
+  // Symmetric mode runs on the identity placement (symmetric_problem): replica 0's ranks' GPUs.
+  const Layout& lay = jp_.layout;
+  std::vector<uint8_t> out(topo_.num_gpus(), 0);
+  for (uint32_t r = 0; r < lay.world(); ++r)
+    if (lay.coord(r, Dim::kDp) == 0 && lay.coord(r, Dim::kDpOuter) == 0) out[jp_.gpu_of(r)] = 1;
+  return out;
+}
+
+void TrainingStep::attach(topo::ClusterResources& res) {
+  SIM_ASSERT(res_ == nullptr, "TrainingStep::attach: once");
+  SIM_ASSERT(&res.topology() == &topo_, "TrainingStep::attach: the resources of the cluster it was prepared for");
+  if (!res.models_every_gpu()) {
+    SIM_ASSERT(symmetric_, "TrainingStep::attach: an expanded step needs every GPU modelled");
+    const std::vector<uint8_t> need = modelled_gpus();
+    for (uint32_t g = 0; g < need.size(); ++g)
+      SIM_ASSERT(!need[g] || res.modelled(g), "TrainingStep::attach: a GPU the step models has no resources");
+  }
+  res_ = &res;
   RuntimeOptions ro = runtime_options_for(res);
   runtime_ = std::make_unique<CollectiveRuntime>(res, ro);
   // Compute kernels are costed by the executor from the cluster's profile at the job's precision.
   coster_ = std::make_unique<ProfileKernelCoster>(res.profile(), job_.non_gemm_peak_flops(), job_.gpu.hbm_bandwidth_Bps,
                                                   job_.peak_flops());
   ExecutorOptions eo;
-  eo.trace_ranks = trace_ranks;
+  eo.trace_ranks = trace_ranks_;
   eo.coster = coster_.get();
   eo.watchdog = options_.watchdog;
-  eo.symmetric_dp = symmetric;
+  eo.symmetric_dp = symmetric_;
   exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(res), cost_hints_for(res, ro), eo);
-  if (symmetric) result_.fidelity = "symmetric";
   result_.ranks_simulated = exec_->ranks_simulated();
   res.simulation().add_pending_work(exec_.get());
 }
@@ -146,7 +173,7 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
     return "the cluster is degraded (failed GPUs or links) under some replicas";
   if (!jp_.gpu_of_rank.empty()) return "ranks are placed on other GPUs than their own (spares in failed nodes' places)";
   if (!jp_.start_offset.empty()) return "ranks start at different times";
-  const auto kind = res_.topology().kind();
+  const auto kind = topo_.kind();
   if (kind != topo::TopologyKind::kCluster)
     return std::string("the network is a ") + (kind == topo::TopologyKind::kTorus ? "torus" : "custom edge list") +
            " (symmetry between replicas is established for NVSwitch nodes and fat-trees only)";
@@ -156,7 +183,7 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
              std::to_string(lay.coord(r, Dim::kDp)) + " (symmetric mode simulates replica 0 only)";
   // Replicas hold whole nodes: a node's GPUs are all in one replica (so the scale-up links of a
   // node carry one replica's traffic only).
-  const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
+  const uint32_t gpn = std::max<uint32_t>(1, topo_.gpus_per_node());
   for (uint32_t r = 0; r < lay.world(); ++r) {
     const uint32_t first = r / gpn * gpn;
     auto replica = [&](uint32_t x) { return std::make_pair(lay.coord(x, Dim::kDp), lay.coord(x, Dim::kDpOuter)); };
@@ -179,9 +206,9 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
   // carry more than its leaves, so replicas in different tree positions would see different
   // contention). Lowered here on replica 0's groups as the executor will.
   {
-    const ClusterShape shape = cluster_shape_of(res_);
-    const RuntimeOptions ro = runtime_options_for(res_);
-    const CostHints hints = cost_hints_for(res_, ro);
+    const ClusterShape shape = cluster_shape_of(topo_, profile_);
+    const RuntimeOptions ro = runtime_options_for(gpu_, profile_);
+    const CostHints hints = cost_hints_for(topo_, gpu_, profile_, ro);
     std::set<std::tuple<uint32_t, CollectiveOp, double>> checked;
     std::vector<uint8_t> seen(jp_.templates.size(), 0);
     std::vector<uint32_t> members;
@@ -237,13 +264,14 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
 }
 
 TrainingStep::~TrainingStep() {
-  if (exec_) res_.simulation().remove_pending_work(exec_.get());  // the simulation may outlive the step
+  if (exec_) res_->simulation().remove_pending_work(exec_.get());  // the simulation may outlive the step
 }
 
 void TrainingStep::start() {
-  for (uint32_t g : options_.failed_gpus) res_.fail_gpu(g);
-  for (uint32_t l : options_.failed_links) res_.fail_link(l);
-  if (!options_.failures.empty()) injector_ = std::make_unique<FailureInjector>(res_, *exec_, options_.failures);
+  SIM_ASSERT(res_ != nullptr, "TrainingStep::start before attach");
+  for (uint32_t g : options_.failed_gpus) res_->fail_gpu(g);
+  for (uint32_t l : options_.failed_links) res_->fail_link(l);
+  if (!options_.failures.empty()) injector_ = std::make_unique<FailureInjector>(*res_, *exec_, options_.failures);
   exec_->start();
 }
 
@@ -304,7 +332,7 @@ StepResult TrainingStep::finish(const sim::RunResult& run) {
   };
   scale(r.mean, 1.0 / gpus);
   for (size_t s = 0; s < r.per_stage.size(); ++s) scale(r.per_stage[s], 1.0 / count[s]);
-  r.events = res_.simulation().events_processed();
+  r.events = res_->simulation().events_processed();
   r.ops = exec.ops_executed();
   r.ops_total = exec.ops_total();
   r.rank_classes = jp_.templates.size();

@@ -101,16 +101,28 @@ struct StepOptions {
   sim::Time watchdog = sim::Time::sec(600);  // ExecutorOptions::watchdog
 };
 
-// One training step on a cluster, in two halves around the simulation's run: the constructor
-// builds the programs and checks memory (throws sim::UserError when a stage does not fit and
-// allow_oom is false), start() issues the first ops, finish() summarises what the run reached.
+// One training step on a cluster, in three parts: the first constructor prepares it from the
+// cluster's description alone (builds the programs, checks memory: throws sim::UserError when a
+// stage does not fit and allow_oom is false; decides the fidelity: throws sim::ConfigError when
+// symmetric mode is asked for and does not hold), so that the resources can be built for the GPUs
+// it models (modelled_gpus); attach() builds its executor on the resources; around the
+// simulation's run, start() issues the first ops and finish() summarises what the run reached.
 class TrainingStep {
  public:
+  TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu, const topo::HardwareProfile& profile,
+               const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks, StepOptions options = {});
+  // Prepares the step on res's cluster and attaches it to res.
   TrainingStep(topo::ClusterResources& res, const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks,
                StepOptions options = {});
   ~TrainingStep();
   TrainingStep(const TrainingStep&) = delete;  // the executor refers to the step's program
   TrainingStep& operator=(const TrainingStep&) = delete;
+  // The GPUs the step models individually, 1 per GPU of the cluster (symmetric mode: data-parallel
+  // replica 0's); empty: every GPU (topo::ClusterResources' `modelled`).
+  std::vector<uint8_t> modelled_gpus() const;
+  // Builds the step's executor on `res` (the cluster it was prepared for), which must model every
+  // GPU of modelled_gpus(). Once, before start().
+  void attach(topo::ClusterResources& res);
   void start();
   StepResult finish(const sim::RunResult& run);
   ProgramExecutor& executor() { return *exec_; }
@@ -122,7 +134,12 @@ class TrainingStep {
   std::string symmetric_problem(const std::vector<uint32_t>& trace_ranks) const;
 
  private:
-  topo::ClusterResources& res_;
+  const topo::Topology& topo_;
+  topo::GpuSpec gpu_;
+  topo::HardwareProfile profile_;
+  topo::ClusterResources* res_ = nullptr;  // attach()
+  bool symmetric_ = false;                 // the fidelity decided
+  std::vector<uint32_t> trace_ranks_;
   const TrainingSettings& ts_;
   TrainingJob job_;
   TrainingPlan plan_;
