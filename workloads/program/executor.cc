@@ -193,13 +193,18 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
   {
     const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
     std::vector<uint32_t> members;
-    std::unordered_map<int64_t, int64_t> per_node;
+    // Per node (absolute), how many of the current group's members sit there, valid where its
+    // stamp is the group's: no allocation per group (131,072 GPUs: some 25k groups).
+    const size_t nodes = res_.topology().num_gpus() / gpn + 1;
+    std::vector<uint32_t> on_node(nodes, 0), node_stamp(nodes, 0);
+    uint32_t stamp = 0;
+    std::vector<int64_t> first_sig;
     for (size_t c = 0; c < job_.comms.size(); ++c) {
       const Communicator& cm = job_.comms[c];
       if (!cm.generated || shape_.torus) continue;  // explicit: one group; torus: per group
       const uint32_t size = static_cast<uint32_t>(job_.layout.size(cm.axis, cm.also));
       if (size <= 1) continue;
-      std::vector<int64_t> first_sig;
+      first_sig.clear();
       bool uniform = true;
       std::vector<uint8_t> seen(n / size, 0);
       for (uint32_t r = 0; r < n && uniform; ++r) {
@@ -207,18 +212,21 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
         if (seen[g]) continue;
         seen[g] = 1;
         job_.layout.members(r, cm.axis, cm.also, members);
-        std::vector<int64_t> sig;
-        per_node.clear();
+        ++stamp;
+        const bool first = first_sig.empty();
         const int64_t node0 = job_.gpu_of(members[0]) / gpn;
-        for (uint32_t m : members) {
-          const int64_t node = static_cast<int64_t>(job_.gpu_of(m) / gpn) - node0;
-          sig.push_back(node);
-          sig.push_back(per_node[node]++);  // its place among the group's members on that node
+        for (size_t i = 0; i < members.size() && uniform; ++i) {
+          const uint32_t abs_node = job_.gpu_of(members[i]) / gpn;
+          if (node_stamp[abs_node] != stamp) node_stamp[abs_node] = stamp, on_node[abs_node] = 0;
+          const int64_t node = static_cast<int64_t>(abs_node) - node0;
+          const int64_t place = on_node[abs_node]++;  // its place among the group's members on that node
+          if (first) {
+            first_sig.push_back(node);
+            first_sig.push_back(place);
+          } else {
+            uniform = first_sig[2 * i] == node && first_sig[2 * i + 1] == place;
+          }
         }
-        if (first_sig.empty())
-          first_sig = std::move(sig);
-        else if (sig != first_sig)
-          uniform = false;
       }
       uniform_comm_[c] = uniform ? 1 : 0;
     }
