@@ -75,7 +75,7 @@ ClusterResources::ClusterResources(sim::Simulation& sim, const Topology& topo, c
     fluid.add_constraint(1.0);  // SM pool
     fluid.add_constraint(1.0);  // HBM
   }
-  // Links, then each GPU's SM pool and HBM, in one block of ids, named on demand.
+  // Links, then each modelled GPU's SM pool and HBM, in one block of ids, named on demand.
   fluid.add_namer(sim::ConstraintId(first_constraint_), kept + 2 * m, this);
   capacity_stale_.assign((n + 63) / 64, 0);
   gpu_failed_.assign(n, 0);

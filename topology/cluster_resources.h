@@ -22,7 +22,6 @@
 #include <span>
 #include <vector>
 
-#include "sim/error.h"
 #include "sim/fluid.h"
 #include "sim/observer.h"
 #include "sim/simulation.h"
@@ -57,13 +56,11 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   bool models_every_gpu() const { return num_modelled_ == topo_.num_gpus(); }
   // With every GPU modelled, link i is constraint first_constraint_ + i (computed, not looked up:
   // a table would be one more cache miss per link of a transfer's route at 16k GPUs and more);
-  // otherwise a table gives the kept links' constraints (asking for a link left out is an internal
-  // error). A GPU's SM pool and HBM are constraints gpu_base_ + 2 p and + 1, p its place in the
+  // otherwise a table gives the kept links' constraints (a link left out gives an id no constraint
+  // has, which FluidModel::start refuses as an internal error). A GPU's SM pool and HBM are constraints gpu_base_ + 2 p and + 1, p its place in the
   // GPU order (order_gpus; the GPU's index until then; the modelled GPUs' places come first).
   sim::ConstraintId link(uint32_t link_index) const {
-    if (link_constraint_.empty()) return sim::ConstraintId(first_constraint_ + link_index);
-    SIM_ASSERT(link_constraint_[link_index] != kNoConstraint, "a link of a GPU the run does not model");
-    return sim::ConstraintId(link_constraint_[link_index]);
+    return sim::ConstraintId(link_constraint_.empty() ? first_constraint_ + link_index : link_constraint_[link_index]);
   }
   bool has_link(uint32_t link_index) const {
     return link_constraint_.empty() || link_constraint_[link_index] != kNoConstraint;
@@ -132,7 +129,7 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
 
  private:
   sim::Simulation& sim_;
-  uint32_t first_constraint_ = 0;  // the first of its constraints (links, then SM pool and HBM per GPU)
+  uint32_t first_constraint_ = 0;  // the first of its constraints (links, then SM pool and HBM per modelled GPU)
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;

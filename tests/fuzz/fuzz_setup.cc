@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/config.h"
 #include "sim/error.h"
@@ -20,8 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sc.doc.check_all_used();
     if (sc.topology->num_gpus() <= 64) {
       sim::Simulation sim(sc.seed);
-      topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile);
       wl::JobContext ctx;
+      // As run_scenario does: the job prepared first, its resources for the GPUs it models.
+      std::vector<uint8_t> modelled = sc.job->prepare(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, ctx);
+      topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, std::move(modelled));
       sc.job->start(res, ctx);
       sc.job.reset();  // a started job refers to `res`: it goes first
     }

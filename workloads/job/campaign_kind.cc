@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -134,13 +135,14 @@ class SimulatedStepCosts : public StepCostSource {
   StepCost simulate(int64_t k) {
     const TrainingSettings ts = ds_ ? ds_->island : without_replicas(*ts_, k);
     sim::Simulation sim(seed_);
-    // Prepared first, so that a step in symmetric mode gets resources for the GPUs it models only.
-    auto step = std::make_unique<TrainingStep>(topo_, cluster_.gpu, cluster_.profile, ts, std::vector<uint32_t>{});
-    topo::ClusterResources res(sim, topo_, cluster_.gpu, cluster_.profile, step->modelled_gpus());
-    step->attach(res);
-    step->start();
-    StepResult r = step->finish(sim.run());
-    step.reset();  // before the resources it runs on
+    // Prepared first, so that a step in symmetric mode gets resources for the GPUs it models only;
+    // the resources are declared before it, so that it goes first however the block is left.
+    std::optional<topo::ClusterResources> res;
+    TrainingStep step(topo_, cluster_.gpu, cluster_.profile, ts, std::vector<uint32_t>{});
+    res.emplace(sim, topo_, cluster_.gpu, cluster_.profile, step.modelled_gpus());
+    step.attach(*res);
+    step.start();
+    const StepResult r = step.finish(sim.run());
     sim.finish();
     note_fidelity(r);
     if (r.outcome != StepOutcome::kCompleted) {
@@ -227,21 +229,19 @@ class CampaignJob : public Job {
         topo_(topo),
         cluster_(cluster) {}
 
-  // The full job's step, prepared for the resources of the GPUs it models (start() drops it when
-  // its cost is cached).
-  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+  // The step costs (from the cache when it has them) and, unless its cost is cached, the full
+  // job's step, prepared for the resources of the GPUs it models.
+  std::vector<uint8_t> prepare(sim::Simulation& sim, const topo::Topology& topology, const topo::GpuSpec& gpu,
                                const topo::HardwareProfile& profile, const JobContext& ctx) override {
+    set_up_costs(sim.random().seed());
+    if (costs_->has(0)) return {};
     t0_ = std::chrono::steady_clock::now();
     step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
     return step_->modelled_gpus();
   }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
     ctx_ = ctx;
-    costs_ = std::make_unique<SimulatedStepCosts>(topo_, cluster_, res.simulation().random().seed());
-    if (ts_) costs_->set_training(&*ts_);
-    if (ds_) costs_->set_diloco(&*ds_);
-    costs_->set_cache(cache_path_, sim::splitmix64(cache_key_ ^ res.simulation().random().seed()));
-    seed_ = res.simulation().random().seed();
+    if (!costs_) set_up_costs(res.simulation().random().seed());
     // The full job's step runs in the scenario's own simulation (traced when asked), unless cached.
     if (!costs_->has(0)) {
       if (!step_) {
@@ -251,8 +251,6 @@ class CampaignJob : public Job {
       }
       step_->attach(res);
       step_->start();
-    } else {
-      step_.reset();
     }
   }
 
@@ -313,6 +311,13 @@ class CampaignJob : public Job {
   JobContext ctx_;
   std::unique_ptr<SimulatedStepCosts> costs_;
   std::unique_ptr<TrainingStep> step_;
+  void set_up_costs(uint64_t seed) {
+    costs_ = std::make_unique<SimulatedStepCosts>(topo_, cluster_, seed);
+    if (ts_) costs_->set_training(&*ts_);
+    if (ds_) costs_->set_diloco(&*ds_);
+    costs_->set_cache(cache_path_, sim::splitmix64(cache_key_ ^ seed));
+    seed_ = seed;
+  }
   std::chrono::steady_clock::time_point t0_;
   uint64_t seed_ = 1;
 };

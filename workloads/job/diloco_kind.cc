@@ -86,7 +86,7 @@ class DilocoJobResult : public JobResult {
 class DilocoJob : public Job {
  public:
   explicit DilocoJob(DilocoSettings ds) : ds_(std::move(ds)) {}
-  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+  std::vector<uint8_t> prepare(sim::Simulation&, const topo::Topology& topology, const topo::GpuSpec& gpu,
                                const topo::HardwareProfile& profile, const JobContext& ctx) override {
     step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ds_.island, ctx.trace_ranks);
     return step_->modelled_gpus();

@@ -63,13 +63,15 @@ struct JobContext {
 class Job {
  public:
   virtual ~Job() = default;
-  // Optional, before start(), from the cluster's description alone: does what needs no resources
-  // (a training step builds its programs and decides its fidelity) and returns the GPUs the job
-  // will model individually, 1 per GPU of the topology (empty: every GPU), so that the caller
-  // builds the resources of those only (topo::ClusterResources' `modelled`): a step in symmetric
-  // mode models one data-parallel replica. start() prepares what was not.
-  virtual std::vector<uint8_t> prepare(const topo::Topology& /*topology*/, const topo::GpuSpec& /*gpu*/,
-                                       const topo::HardwareProfile& /*profile*/, const JobContext& /*ctx*/) {
+  // Optional, before start(), from the simulation (its seed) and the cluster's description alone:
+  // does what needs no resources (a training step builds its programs and decides its fidelity)
+  // and returns the GPUs the job will model individually, 1 per GPU of the topology (empty: every
+  // GPU), so that the caller builds the resources of those only (topo::ClusterResources'
+  // `modelled`): a step in symmetric mode models one data-parallel replica. Then start() is given
+  // resources of that `sim`; it prepares what was not.
+  virtual std::vector<uint8_t> prepare(sim::Simulation& /*sim*/, const topo::Topology& /*topology*/,
+                                       const topo::GpuSpec& /*gpu*/, const topo::HardwareProfile& /*profile*/,
+                                       const JobContext& /*ctx*/) {
     return {};
   }
   // Sets the work up on res's simulation (nothing runs until the caller runs the simulation).

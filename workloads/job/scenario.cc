@@ -67,7 +67,7 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& c
   if (log)
     log->at(sim::Layer::kWorkloads)
         .info("scenario '{}': a {} job on {} GPUs, seed {}", sc.name, sc.kind->name, sc.topology->num_gpus(), sc.seed);
-  std::vector<uint8_t> modelled = sc.job->prepare(*sc.topology, sc.cluster.gpu, sc.cluster.profile, ctx);
+  std::vector<uint8_t> modelled = sc.job->prepare(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, ctx);
   topo::ClusterResources res(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, std::move(modelled));
   if (!trace_ranks.empty()) res.enable_link_counters(trace_ranks);
   ScenarioRun out;

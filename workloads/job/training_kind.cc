@@ -27,7 +27,7 @@ class TrainingJobImpl : public Job {
     for (int64_t s = 0; s < j.pp; ++s) ranks.push_back(static_cast<uint32_t>(s) * layout.stride(Dim::kPp));
     return ranks;
   }
-  std::vector<uint8_t> prepare(const topo::Topology& topology, const topo::GpuSpec& gpu,
+  std::vector<uint8_t> prepare(sim::Simulation&, const topo::Topology& topology, const topo::GpuSpec& gpu,
                                const topo::HardwareProfile& profile, const JobContext& ctx) override {
     step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ts_, ctx.trace_ranks, step_options());
     return step_->modelled_gpus();
