@@ -149,6 +149,41 @@ void Topology::route_cluster(uint32_t s, uint32_t d, uint64_t flow_hash, Route& 
   out.links.push_back(nic_link_base_ + 2 * d + 1);
 }
 
+Topology::FabricSpan Topology::fabric_span(uint32_t link) const {
+  SIM_ASSERT(has_fat_tree_ && link < links_.size() && links_[link].kind == LinkKind::kFabric,
+             "fabric_span of a link that is not a fat-tree fabric link");
+  const size_t k = links_[link].tier;
+  SIM_ASSERT(k >= 1 && k < tiers_.size(), "fabric link of an unknown tier");
+  const uint32_t at = link - tiers_[k].link_base;
+  const uint32_t c = at / 2 / tiers_[k].uplinks;
+  FabricSpan out;
+  out.up = at % 2 == 0;
+  uint64_t group = 1;  // nodes per vertex of tier k - 1
+  for (size_t t = 0; t < k; ++t) group *= tiers_[t].group_size;
+  const uint64_t block = k == 1 ? c / rails_ : c;
+  out.rail = k == 1 && rails_ > 1 ? c % rails_ : kAllRails;
+  const uint64_t first = block * group, nodes = num_gpus_ / gpus_per_node_;
+  out.first_node = static_cast<uint32_t>(std::min<uint64_t>(first, nodes));
+  out.num_nodes = static_cast<uint32_t>(std::min<uint64_t>(group, nodes - out.first_node));
+  out.full_nodes = static_cast<uint32_t>(std::min<uint64_t>(group, UINT32_MAX));
+  for (size_t t = 1; t <= k; ++t) out.unique_up = out.unique_up && tiers_[t].uplinks == 1;
+  return out;
+}
+
+uint32_t Topology::fabric_link_shifted(uint32_t link, int64_t nodes) const {
+  const FabricSpan span = fabric_span(link);
+  if (nodes % static_cast<int64_t>(span.full_nodes) != 0) return kNoLink;
+  const int64_t first = static_cast<int64_t>(span.first_node) + nodes;
+  if (first < 0 || first >= static_cast<int64_t>(num_gpus_ / gpus_per_node_)) return kNoLink;
+  const size_t k = links_[link].tier;
+  const uint32_t at = link - tiers_[k].link_base;
+  const int64_t blocks = nodes / static_cast<int64_t>(span.full_nodes);
+  const int64_t c = static_cast<int64_t>(at / 2 / tiers_[k].uplinks) + blocks * (k == 1 ? rails_ : 1);
+  if (c < 0 || c >= tiers_[k - 1].num_vertices) return kNoLink;
+  return tiers_[k].link_base +
+         2 * (static_cast<uint32_t>(c) * tiers_[k].uplinks + at / 2 % tiers_[k].uplinks) + at % 2;
+}
+
 void Topology::route_torus(uint32_t s, uint32_t d, Route& out) const {
   if (torus_pods_ > 1) {
     const uint32_t per_pod = num_gpus_ / torus_pods_;

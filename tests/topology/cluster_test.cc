@@ -327,3 +327,51 @@ TEST(TopologyExport, DescribeSummarizes) {
 
 }  // namespace
 }  // namespace topo
+
+namespace topo {
+namespace {
+
+// A fabric link seen from its lower end (Topology::fabric_span) and the same link shifted by
+// whole groups (fabric_link_shifted), on 10 one-GPU nodes: leaves of 2 nodes, pods of 2 leaves
+// (4 nodes; the last pod holds only nodes 8-9), one spine over the 3 pods. Routes name the links:
+// 6 -> 0 goes NIC, leaf 3 up, pod 1 up, spine, pod 0 down, leaf 0 down, NIC.
+TEST(TopologyFatTree, AFabricLinkKnowsTheNodesUnderItAndItsShiftedTwin) {
+  FatTreeSpec f;
+  f.nic_bandwidth_Bps = B;
+  f.tiers = {{"leaf", 2, 1, 1}, {"pod", 2, 1, 1}, {"spine", 3, 1, 1}};
+  const Topology t = build_fat_tree(10, 1, f);
+  const std::vector<uint32_t> r60 = route_of(t, 6, 0), r06 = route_of(t, 0, 6), r80 = route_of(t, 8, 0);
+  ASSERT_EQ(r60.size(), 6u);
+  const uint32_t leaf3_up = r60[1], pod1_up = r60[2], pod0_down = r60[3], leaf0_up = r06[1], pod1_down = r06[3];
+  const Topology::FabricSpan leaf = t.fabric_span(leaf3_up);
+  EXPECT_EQ(leaf.first_node, 6u);
+  EXPECT_EQ(leaf.num_nodes, 2u);
+  EXPECT_EQ(leaf.full_nodes, 2u);
+  EXPECT_EQ(leaf.rail, Topology::kAllRails);
+  EXPECT_TRUE(leaf.up);
+  EXPECT_TRUE(leaf.unique_up);
+  const Topology::FabricSpan pod = t.fabric_span(pod0_down);
+  EXPECT_EQ(pod.first_node, 0u);
+  EXPECT_EQ(pod.num_nodes, 4u);
+  EXPECT_FALSE(pod.up);
+  const Topology::FabricSpan last = t.fabric_span(r80[2]);  // pod 2's up link: nodes 8-9 of 4
+  EXPECT_EQ(last.first_node, 8u);
+  EXPECT_EQ(last.num_nodes, 2u);
+  EXPECT_EQ(last.full_nodes, 4u);
+  EXPECT_EQ(t.fabric_link_shifted(leaf3_up, -6), leaf0_up);
+  EXPECT_EQ(t.fabric_link_shifted(leaf0_up, 6), leaf3_up);
+  EXPECT_EQ(t.fabric_link_shifted(pod0_down, 4), pod1_down);
+  EXPECT_EQ(t.fabric_link_shifted(pod1_up, -4), r06[2]);               // pod 0's up link
+  EXPECT_EQ(t.fabric_link_shifted(leaf3_up, -3), Topology::kNoLink);   // not whole leaves
+  EXPECT_EQ(t.fabric_link_shifted(leaf3_up, 4), Topology::kNoLink);    // nodes 10-11: none
+  EXPECT_EQ(t.fabric_link_shifted(pod1_up, -8), Topology::kNoLink);    // before node 0
+  // Two parallel uplinks per pod: a route picks one, so the pods' links are no longer unique.
+  f.tiers[2].uplinks = 2;
+  const Topology t2 = build_fat_tree(10, 1, f);
+  const std::vector<uint32_t> r = route_of(t2, 6, 0);
+  EXPECT_TRUE(t2.fabric_span(r[1]).unique_up);
+  EXPECT_FALSE(t2.fabric_span(r[2]).unique_up);
+}
+
+}  // namespace
+}  // namespace topo

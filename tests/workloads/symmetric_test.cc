@@ -108,6 +108,10 @@ TEST(SymmetricMode, PipelineAcrossRacksMatchesExpanded) {
   // GPU's 2 scale-up and 2 NIC links, and its SM pool and HBM: 8 + 32 x 4 + 32 x 2 = 200 sharing
   // constraints, where the expanded run has 520 links + 128 x 2 pools = 776.
   EXPECT_EQ(sy.constraints, 200u);
+  // Replica j holds rack j (4 nodes): racks 1-3's up and down links to the spine duplicate rack
+  // 0's and are left out, 3 x 2 = 6 of the 8 fabric links; rack 0's stand for them (the DP rings
+  // between racks load them as the other racks' would).
+  EXPECT_EQ(sy.step.fabric_links_folded, 6u);
   EXPECT_EQ(run(std::string("workload:\n  kind: training\n") + kModel +
                     "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n",
                 {"workload.fidelity=expanded"})
@@ -132,6 +136,8 @@ TEST(SymmetricMode, CopiesSharingAnUplinkMatchExpanded) {
   expect_matches_expanded(w);
   const Outcome ex = run(w, {"workload.fidelity=expanded"});
   EXPECT_GT(ex.step.mean.exposed[static_cast<size_t>(Dim::kPp)], 0.0) << "the pipeline transfers must show";
+  // Replicas interleaved across racks: no rack belongs to one replica, nothing folds.
+  EXPECT_EQ(run(w, {"workload.fidelity=symmetric"}).step.fabric_links_folded, 0u);
 }
 
 TEST(SymmetricMode, ATreeAcrossReplicasIsRefused) {
@@ -160,6 +166,57 @@ TEST(SymmetricMode, HsdpWithContextParallelMatchesExpanded) {
                           "  schedule: {kind: 1f1b}\n");
 }
 
+TEST(SymmetricMode, HsdpWithContextParallelFoldsNoLinks) {
+  // The DP x CP groups hold two members in each replica: their hops inside a replica are not
+  // mirrored link for link, so the fabric stays whole.
+  const Outcome r = run(std::string("workload:\n  kind: training\n") + kModel +
+                            "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"
+                            "  collectives: {dp: ring, dp_outer: ring}\n"
+                            "  schedule: {kind: 1f1b}\n",
+                        {"workload.fidelity=symmetric"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.step.fabric_links_folded, 0u);
+}
+
+// Three tiers: racks of 2 nodes under pods of 2 racks (1:2 oversubscribed into the spine). A
+// replica (TP 8, PP 2) holds one rack, so racks 1-7's links to their pods fold onto rack 0's
+// (7 x 2 = 14 of the 8 x 2 + 4 x 2 = 24 fabric links), while each pod's uplink is shared by two
+// replicas and stays, loaded by the copies. The DP ring and the pipeline sends cross both tiers.
+TEST(SymmetricMode, RacksFoldWhilePodsStayShared) {
+  const std::string cluster = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 16
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    tiers:
+      - {name: rack, nodes: 2}
+      - {name: pod, racks: 2, oversubscription: 2}
+      - {name: spine, pods: 4, oversubscription: 2}
+)";
+  const std::string w = std::string("workload:\n  kind: training\n") + kModel +
+                        "  parallelism: {tp: 8, pp: 2, dp: 8, data_parallel: zero2}\n  schedule: {kind: 1f1b}\n";
+  auto go = [&](const char* fidelity) {
+    auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + w, "sym.yaml");
+    doc.apply_override(std::string("workload.fidelity=") + fidelity);
+    Scenario sc = bind_scenario(std::move(doc), "sym", true);
+    sim::Simulation sim(sc.seed);
+    ScenarioRun r = run_scenario(sc, sim, sc.trace_ranks);
+    return dynamic_cast<const TrainingResult&>(*r.result).step();
+  };
+  const StepResult ex = go("expanded"), sy = go("symmetric");
+  EXPECT_EQ(sy.fidelity, "symmetric");
+  EXPECT_EQ(sy.fabric_links_folded, 14u);
+  const double tol = 1e-3 * ex.step_time_s;
+  EXPECT_NEAR(sy.step_time_s, ex.step_time_s, tol);
+  const auto a = breakdown_parts(ex.mean), b = breakdown_parts(sy.mean);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i].seconds, a[i].seconds, tol) << a[i].label;
+  EXPECT_GT(ex.mean.exposed[static_cast<size_t>(Dim::kDp)], 0.0) << "the DP ring must show";
+}
+
 TEST(SymmetricMode, UnevenAlgorithmsRunExpandedUnderAuto) {
   const Outcome r = run(std::string("workload:\n  kind: training\n") + kModel +
                             "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"
@@ -175,6 +232,12 @@ TEST(SymmetricMode, UnevenAlgorithmsRunExpandedUnderAuto) {
 TEST(SymmetricMode, FsdpMatchesExpanded) {
   expect_matches_expanded(std::string("workload:\n  kind: training\n") + kModel +
                           "  parallelism: {tp: 8, dp: 16, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n");
+  // A replica is one node and a rack holds four: no rack belongs to one replica.
+  EXPECT_EQ(run(std::string("workload:\n  kind: training\n") + kModel +
+                    "  parallelism: {tp: 8, dp: 16, data_parallel: fsdp}\n  schedule: {kind: 1f1b}\n",
+                {"workload.fidelity=symmetric"})
+                .step.fabric_links_folded,
+            0u);
 }
 
 const char* kPlain =

@@ -278,6 +278,7 @@ void CollectiveRuntime::add_use(std::vector<sim::Use>& uses, uint32_t l, double 
 
 bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) const {
   const topo::Link& link = res_.topology().links()[l];
+  if (link.kind == topo::LinkKind::kFabric) return copies.duplicate(l);
   if (link.kind != topo::LinkKind::kNic && link.kind != topo::LinkKind::kScaleUp) return false;
   const uint32_t gpu = link.src < res_.topology().num_gpus() ? link.src : link.dst;
   return !copies.simulated(gpu);
@@ -315,7 +316,8 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses(const Instance& 
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
         const topo::LinkKind kind = links[l].kind;
-        if (kind == topo::LinkKind::kScaleUp || kind == topo::LinkKind::kNic) continue;  // see ReplicaCopies
+        if (kind == topo::LinkKind::kScaleUp || kind == topo::LinkKind::kNic || in.copies->duplicate(l))
+          continue;  // see ReplicaCopies
         LinkMark& m = link_mark_[l];
         if (m.stamp != stamp_) {
           m = LinkMark{stamp_, static_cast<uint32_t>(out.size())};

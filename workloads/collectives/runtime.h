@@ -54,11 +54,23 @@ namespace wl {
 // The copies' uses of a transfer are the same every time the same group sends the same plan's
 // transfer (a pipeline stage's send in every micro-batch): they are computed once and kept with
 // the transfer's own (CollectiveRuntime's ShapeSlot).
+// Fabric links may be left out the same way (`duplicate_link`, set by the producer where it holds;
+// ProgramExecutor::duplicate_links): a link whose lower end spans nodes of replica j >= 1 only,
+// with its image in replica 0 (the same nodes less replica j's offset) of the same capacity, and
+// routes up to it without a choice. Then a transfer standing for copies crosses it with copy j
+// exactly as it crosses the image itself, and no other copy crosses either; a transfer spanning
+// replicas with one member in each crosses it once per hop sent (up) or received (down) by its
+// member there, as often as its member in replica 0 crosses the image (the producer checks that
+// mirrored members send and receive alike). Both links then carry the same activities with the
+// same weights and capacity: duplicate constraints, and max-min fair rates do not change when one
+// is dropped. So copies load only links shared between replicas, whatever the replica count.
 struct ReplicaCopies {
   std::vector<uint32_t> gpu_offsets;   // one per other replica; empty: no copies (a group spanning replicas)
   bool node_aligned = false;           // every offset is a whole number of nodes
   const std::vector<uint8_t>* simulated_gpu = nullptr;  // per GPU id: 1 when a simulated rank runs there
+  const std::vector<uint8_t>* duplicate_link = nullptr;  // per link: 1 when it duplicates replica 0's
   bool simulated(uint32_t gpu) const { return simulated_gpu == nullptr || (*simulated_gpu)[gpu] != 0; }
+  bool duplicate(uint32_t link) const { return duplicate_link != nullptr && (*duplicate_link)[link] != 0; }
 };
 
 class CollectiveListener {

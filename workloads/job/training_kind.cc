@@ -387,6 +387,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   w["rank_classes"] = r.rank_classes;
   w["fidelity"] = r.fidelity;
   w["ranks_simulated"] = r.ranks_simulated;
+  if (r.fidelity == "symmetric") w["fabric_links_folded"] = r.fabric_links_folded;
   if (!r.fidelity_note.empty()) w["fidelity_note"] = r.fidelity_note;
   out["workload"] = w;
 }

@@ -262,6 +262,7 @@ void ProgramExecutor::setup_symmetric() {
     ReplicaCopies rc;
     rc.simulated_gpu = &simulated_;
     rc.node_aligned = true;
+    if (!duplicate_link_.empty()) rc.duplicate_link = &duplicate_link_;
     for (uint32_t j = 0; j < (outer_axis ? outer : 1); ++j)
       for (uint32_t i = 0; i < (dp_axis ? dp : 1); ++i)
         if (i + j > 0) {
@@ -271,6 +272,8 @@ void ProgramExecutor::setup_symmetric() {
     return rc;
   };
   copies_ = copies_along(true, true);
+  duplicate_link_ = find_duplicate_links();
+  if (!duplicate_link_.empty()) copies_.duplicate_link = &duplicate_link_;
   comm_copies_.clear();
   for (size_t c = 0; c < job_.comms.size(); ++c) {
     const Communicator& cm = job_.comms[c];
@@ -282,6 +285,51 @@ void ProgramExecutor::setup_symmetric() {
     gather_need_[c] /= folded;
     comm_copies_.push_back(copies_along(!has(Dim::kDp), !has(Dim::kDpOuter)));
   }
+}
+
+// The conditions of ReplicaCopies::duplicate_link, for this job: replicas that are consecutive
+// blocks of whole nodes in replica order (rank r on GPU r, data-parallel axes outermost), every
+// communicator spanning replicas with one member in each (its transfers' hops all go from one
+// replica to another; the producer checked that mirrored members send and receive alike), and
+// per fabric link, routes up to it without a choice, a lower end spanning a whole group of nodes
+// inside one replica j >= 1, and an image in replica 0 of the same bandwidth.
+std::vector<uint8_t> ProgramExecutor::find_duplicate_links() const {
+  const topo::Topology& topo = res_.topology();
+  if (topo.kind() != topo::TopologyKind::kCluster) return {};
+  const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
+  uint32_t replica_gpus = 0;  // replica 0: GPUs [0, replica_gpus)
+  while (replica_gpus < simulated_.size() && simulated_[replica_gpus]) ++replica_gpus;
+  if (replica_gpus == 0 || replica_gpus % gpn != 0 || replica_gpus != ranks_to_run_) return {};
+  std::vector<uint32_t> offsets = copies_.gpu_offsets;
+  std::sort(offsets.begin(), offsets.end());
+  for (size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] != (i + 1) * uint64_t{replica_gpus}) return {};
+  const uint32_t replicas = static_cast<uint32_t>(offsets.size() + 1);
+  // An axis of size 1 adds no member (the "dp+cp" communicator of a job without CP).
+  auto inside_replica = [&](Dim d) {
+    return d != Dim::kDp && d != Dim::kDpOuter && d != Dim::kCount && job_.layout.size(d) > 1;
+  };
+  for (const Communicator& cm : job_.comms) {
+    const bool spans = cm.axis == Dim::kDp || cm.axis == Dim::kDpOuter || cm.also == Dim::kDp || cm.also == Dim::kDpOuter;
+    if (spans && (inside_replica(cm.axis) || inside_replica(cm.also))) return {};
+  }
+  const auto& links = topo.links();
+  const uint32_t replica_nodes = replica_gpus / gpn;
+  std::vector<uint8_t> out(links.size(), 0);
+  bool any = false;
+  for (uint32_t l = 0; l < links.size(); ++l) {
+    if (links[l].kind != topo::LinkKind::kFabric) continue;
+    const topo::Topology::FabricSpan span = topo.fabric_span(l);
+    if (!span.unique_up || span.num_nodes != span.full_nodes || span.num_nodes == 0) continue;
+    const uint32_t j = span.first_node / replica_nodes;
+    if (j == 0 || j >= replicas || (span.first_node + span.num_nodes - 1) / replica_nodes != j) continue;
+    const uint32_t image = topo.fabric_link_shifted(l, -static_cast<int64_t>(j) * replica_nodes);
+    if (image == topo::Topology::kNoLink || links[image].bandwidth_Bps != links[l].bandwidth_Bps) continue;
+    out[l] = 1;
+    any = true;
+  }
+  if (!any) return {};
+  return out;
 }
 
 // Every collective the programs run on a communicator with a chosen (not auto) algorithm must be

@@ -23,6 +23,7 @@
 // Breakdown: JobProgram's categories (see there); per rank the parts add up to the step time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -132,6 +133,10 @@ class ProgramExecutor : public sim::ActivityOwner,
     return opt_symmetric_ ? job_.layout.in_replica0(rank) : rank;
   }
   uint32_t ranks_simulated() const { return ranks_to_run_; }
+  // Symmetric mode: fabric links of the other replicas left out as duplicates of replica 0's.
+  uint32_t fabric_links_folded() const {
+    return static_cast<uint32_t>(std::count(duplicate_link_.begin(), duplicate_link_.end(), uint8_t{1}));
+  }
   const std::string& error() const { return error_; }
   sim::Time step_start() const { return step_start_; }
   sim::Time step_end() const { return step_end_; }
@@ -288,6 +293,9 @@ class ProgramExecutor : public sim::ActivityOwner,
   void check_algorithms() const;
   void mark_simulated();   // symmetric mode: simulated_, ranks_to_run_, state_ranks_
   void setup_symmetric();  // symmetric mode: the communicators' gathers and copies
+  // Symmetric mode: per link, 1 for a fabric link that duplicates one of replica 0's (see
+  // ReplicaCopies::duplicate_link); empty where the conditions do not hold for the job.
+  std::vector<uint8_t> find_duplicate_links() const;
   void emit_span(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   void emit_wait(uint32_t rank, const Op& op, sim::Time start, sim::Time end);
   void link_members(const Op& op, uint32_t last, uint16_t stream, bool mixed, uint32_t seq);
@@ -400,6 +408,7 @@ class ProgramExecutor : public sim::ActivityOwner,
   std::vector<uint32_t> gather_need_;
   ReplicaCopies copies_;
   std::vector<ReplicaCopies> comm_copies_;
+  std::vector<uint8_t> duplicate_link_;
   uint64_t ops_executed_ = 0;
   sim::Time step_start_, step_end_;
   std::string error_;

@@ -162,6 +162,7 @@ void TrainingStep::attach(topo::ClusterResources& res) {
   eo.symmetric_dp = symmetric_;
   exec_ = std::make_unique<ProgramExecutor>(res, *runtime_, jp_, cluster_shape_of(res), cost_hints_for(res, ro), eo);
   result_.ranks_simulated = exec_->ranks_simulated();
+  result_.fabric_links_folded = exec_->fabric_links_folded();
   res.simulation().add_pending_work(exec_.get());
 }
 

@@ -76,6 +76,7 @@ struct StepResult {
   std::string fidelity = "expanded";
   std::string fidelity_note;
   uint32_t ranks_simulated = 0;
+  uint32_t fabric_links_folded = 0;  // symmetric mode: ProgramExecutor::fabric_links_folded
 };
 
 // One line per stage that does not fit, naming the stage, the excess and the largest part.
