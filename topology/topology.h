@@ -185,6 +185,9 @@ class Topology {
   uint32_t gpus_per_node() const { return gpus_per_node_; }
   uint32_t num_nodes() const { return num_gpus_ / gpus_per_node_; }
   uint32_t node_of(uint32_t gpu) const { return gpu / gpus_per_node_; }
+  // A cluster whose nodes have a scale-up switch: traffic between two GPUs of a node stays on it
+  // (without one it goes out through the NICs, across rails through the fabric).
+  bool has_scale_up() const { return has_scale_up_; }
   uint32_t num_vertices() const { return static_cast<uint32_t>(vertex_names_.size()); }
   const std::string& vertex_name(uint32_t v) const { return vertex_names_.at(v); }
   const sim::BigVector<Link>& links() const { return links_; }

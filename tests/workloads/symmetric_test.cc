@@ -178,6 +178,24 @@ TEST(SymmetricMode, HsdpWithContextParallelFoldsNoLinks) {
   EXPECT_EQ(r.step.fabric_links_folded, 0u);
 }
 
+// One step of `workload` on `cluster` (YAML sections) at the given fidelity.
+StepResult step_on(const std::string& cluster, const std::string& workload, const char* fidelity) {
+  auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + workload, "sym.yaml");
+  doc.apply_override(std::string("workload.fidelity=") + fidelity);
+  Scenario sc = bind_scenario(std::move(doc), "sym", true);
+  sim::Simulation sim(sc.seed);
+  ScenarioRun r = run_scenario(sc, sim, sc.trace_ranks);
+  return dynamic_cast<const TrainingResult&>(*r.result).step();
+}
+
+// Step time and every breakdown part within 0.1% of the expanded run's step time.
+void expect_same_step(const StepResult& ex, const StepResult& sy) {
+  const double tol = 1e-3 * ex.step_time_s;
+  EXPECT_NEAR(sy.step_time_s, ex.step_time_s, tol);
+  const auto a = breakdown_parts(ex.mean), b = breakdown_parts(sy.mean);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i].seconds, a[i].seconds, tol) << a[i].label;
+}
+
 // Three tiers: racks of 2 nodes under pods of 2 racks (1:2 oversubscribed into the spine). A
 // replica (TP 8, PP 2) holds one rack, so racks 1-7's links to their pods fold onto rack 0's
 // (7 x 2 = 14 of the 8 x 2 + 4 x 2 = 24 fabric links), while each pod's uplink is shared by two
@@ -199,22 +217,37 @@ cluster:
 )";
   const std::string w = std::string("workload:\n  kind: training\n") + kModel +
                         "  parallelism: {tp: 8, pp: 2, dp: 8, data_parallel: zero2}\n  schedule: {kind: 1f1b}\n";
-  auto go = [&](const char* fidelity) {
-    auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + w, "sym.yaml");
-    doc.apply_override(std::string("workload.fidelity=") + fidelity);
-    Scenario sc = bind_scenario(std::move(doc), "sym", true);
-    sim::Simulation sim(sc.seed);
-    ScenarioRun r = run_scenario(sc, sim, sc.trace_ranks);
-    return dynamic_cast<const TrainingResult&>(*r.result).step();
-  };
-  const StepResult ex = go("expanded"), sy = go("symmetric");
+  const StepResult ex = step_on(cluster, w, "expanded"), sy = step_on(cluster, w, "symmetric");
   EXPECT_EQ(sy.fidelity, "symmetric");
   EXPECT_EQ(sy.fabric_links_folded, 14u);
-  const double tol = 1e-3 * ex.step_time_s;
-  EXPECT_NEAR(sy.step_time_s, ex.step_time_s, tol);
-  const auto a = breakdown_parts(ex.mean), b = breakdown_parts(sy.mean);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i].seconds, a[i].seconds, tol) << a[i].label;
+  expect_same_step(ex, sy);
   EXPECT_GT(ex.mean.exposed[static_cast<size_t>(Dim::kDp)], 0.0) << "the DP ring must show";
+}
+
+// Nodes without a scale-up switch, two rails: a TP group's hops between the two GPUs of a node
+// go out through the NICs and, across rails, through the spine, which four replicas' nodes
+// share (racks of 2 nodes, 1:4 into the spine). Its copies load the spine like the real groups;
+// a run that took them for scale-up traffic was 31% fast (1.043 s against 1.517 s expanded).
+TEST(SymmetricMode, TensorParallelCopiesWithoutScaleUpLoadTheFabric) {
+  const std::string cluster = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 8
+  gpus_per_node: 2
+  scale_up: {kind: none}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    rails: 2
+    tiers:
+      - {name: rack, nodes: 2}
+      - {name: spine, racks: 8, oversubscription: 4}
+)";
+  const std::string w = std::string("workload:\n  kind: training\n") + kModel +
+                        "  parallelism: {tp: 2, pp: 1, dp: 8, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n";
+  const StepResult ex = step_on(cluster, w, "expanded"), sy = step_on(cluster, w, "symmetric");
+  EXPECT_EQ(sy.fidelity, "symmetric");
+  expect_same_step(ex, sy);
 }
 
 TEST(SymmetricMode, UnevenAlgorithmsRunExpandedUnderAuto) {

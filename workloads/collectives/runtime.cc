@@ -286,8 +286,11 @@ bool CollectiveRuntime::mirror_private(uint32_t l, const ReplicaCopies& copies) 
 
 bool CollectiveRuntime::intra_node_aligned(const Instance& in) const {
   // A group inside one node whose copies are whole nodes away moves only scale-up bytes, private
-  // to its GPUs: its copies load nothing it shares.
-  if (!in.copies->node_aligned || res_.topology().kind() != topo::TopologyKind::kCluster) return false;
+  // to its GPUs: its copies load nothing it shares. (Nodes without a scale-up switch send even
+  // these through their NICs, and across rails through the fabric.)
+  if (!in.copies->node_aligned || res_.topology().kind() != topo::TopologyKind::kCluster ||
+      !res_.topology().has_scale_up())
+    return false;
   const uint32_t gpn = std::max<uint32_t>(1, res_.topology().gpus_per_node());
   const std::span<const uint32_t> members = in.members();
   for (uint32_t g : members)
@@ -312,7 +315,8 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses(const Instance& 
     for (auto [hs, hd] : tr.hops) {
       const uint32_t src = (in.relative ? members[hs] : hs) + off;
       const uint32_t dst = (in.relative ? members[hd] : hd) + off;
-      if (src / gpn == dst / gpn && topo.kind() == topo::TopologyKind::kCluster) continue;  // scale-up only
+      if (src / gpn == dst / gpn && topo.kind() == topo::TopologyKind::kCluster && topo.has_scale_up())
+        continue;  // scale-up only
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
         const topo::LinkKind kind = links[l].kind;
