@@ -41,8 +41,9 @@ struct Outcome {
   size_t constraints = 0;  // the fluid model's, after the run
 };
 
-Outcome run(const std::string& workload, const std::vector<std::string>& overrides = {}) {
-  auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + kCluster + workload, "sym.yaml");
+Outcome run(const std::string& workload, const std::vector<std::string>& overrides = {},
+            const std::string& cluster = kCluster) {
+  auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + workload, "sym.yaml");
   for (const auto& o : overrides) doc.apply_override(o);
   Outcome out;
   try {
@@ -178,14 +179,12 @@ TEST(SymmetricMode, HsdpWithContextParallelFoldsNoLinks) {
   EXPECT_EQ(r.step.fabric_links_folded, 0u);
 }
 
-// One step of `workload` on `cluster` (YAML sections) at the given fidelity.
+// One completed step of `workload` on `cluster` (YAML sections) at the given fidelity.
 StepResult step_on(const std::string& cluster, const std::string& workload, const char* fidelity) {
-  auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + workload, "sym.yaml");
-  doc.apply_override(std::string("workload.fidelity=") + fidelity);
-  Scenario sc = bind_scenario(std::move(doc), "sym", true);
-  sim::Simulation sim(sc.seed);
-  ScenarioRun r = run_scenario(sc, sim, sc.trace_ranks);
-  return dynamic_cast<const TrainingResult&>(*r.result).step();
+  const Outcome o = run(workload, {std::string("workload.fidelity=") + fidelity}, cluster);
+  EXPECT_EQ(o.error, "");
+  EXPECT_EQ(o.step.outcome, StepOutcome::kCompleted);
+  return o.step;
 }
 
 // Step time and every breakdown part within 0.1% of the expanded run's step time.
