@@ -145,18 +145,16 @@ Topology build_cluster(const ClusterSpec& spec) {
   // Every vertex and link counted first, so that the tables are allocated once (at 131,072 GPUs,
   // growing them moved 540k links and 155k names several times over).
   uint64_t vertices = n_gpus + (up ? spec.nodes : 0), links = up ? 2 * uint64_t{n_gpus} : 0;
-  {
-    if (tree) {
-      links += 2 * uint64_t{n_gpus};
-      for (size_t k = 0; k < tier_groups.size(); ++k) {
-        const uint64_t here = tier_groups[k] * (k == 0 ? ft.rails : 1);
-        vertices += here;
-        if (k + 1 < tier_groups.size()) links += 2 * here * ft.tiers[k + 1].uplinks;
-      }
+  if (tree) {
+    links += 2 * uint64_t{n_gpus};
+    for (size_t k = 0; k < tier_groups.size(); ++k) {
+      const uint64_t here = tier_groups[k] * (k == 0 ? ft.rails : 1);
+      vertices += here;
+      if (k + 1 < tier_groups.size()) links += 2 * here * ft.tiers[k + 1].uplinks;
     }
-    t.vertex_names_.reserve(vertices);
-    t.links_.reserve(links);
   }
+  t.vertex_names_.reserve(vertices);
+  t.links_.reserve(links);
   for (uint32_t g = 0; g < n_gpus; ++g) t.add_vertex("gpu" + std::to_string(g));
 
   if (up) {

@@ -57,8 +57,9 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   // With every GPU modelled, link i is constraint first_constraint_ + i (computed, not looked up:
   // a table would be one more cache miss per link of a transfer's route at 16k GPUs and more);
   // otherwise a table gives the kept links' constraints (a link left out gives an id no constraint
-  // has, which FluidModel::start refuses as an internal error). A GPU's SM pool and HBM are constraints gpu_base_ + 2 p and + 1, p its place in the
-  // GPU order (order_gpus; the GPU's index until then; the modelled GPUs' places come first).
+  // has, which FluidModel::start refuses as an internal error). A GPU's SM pool and HBM are
+  // constraints gpu_base_ + 2 p and + 1, p its place in the GPU order (order_gpus; the GPU's index
+  // until then; the modelled GPUs' places come first).
   sim::ConstraintId link(uint32_t link_index) const {
     return sim::ConstraintId(link_constraint_.empty() ? first_constraint_ + link_index : link_constraint_[link_index]);
   }
@@ -68,8 +69,9 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   sim::ConstraintId sm_pool(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu)); }
   sim::ConstraintId hbm(uint32_t gpu) const { return sim::ConstraintId(gpu_base_ + 2 * place(gpu) + 1); }
   // Lays the GPUs' SM pool and HBM records (and stale-capacity bits) out in `order`, a permutation of
-  // the GPUs: GPU order[i]'s come i-th (the modelled GPUs must come first; returns false otherwise). A workload whose events visit GPUs in a known order (the
-  // executor: one pipeline stage of every data-parallel replica at a time) passes it, so that its
+  // the GPUs: GPU order[i]'s come i-th (the modelled GPUs must come first; returns false
+  // otherwise). A workload whose events visit GPUs in a known order (the executor: one pipeline
+  // stage of every data-parallel replica at a time) passes it, so that its
   // walk over these records is sequential in memory, which the hardware prefetcher follows.
   // Changes no result. Only while the GPUs are untouched (no activity running, no communication,
   // straggler or failure set): returns false and changes nothing otherwise.
@@ -98,8 +100,8 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   static double roofline_seconds(double flops, double peak_flops, double bytes, double hbm_Bps);
 
   // Link utilisation counters on the observer bus: every link (with a constraint) that starts or
-  // ends at one of `gpus` reports load / capacity (0..1) whenever its load changes, as counter "util <link>" on
-  // the process of that GPU (its rank in the trace). Call before the run.
+  // ends at one of `gpus` reports load / capacity (0..1) whenever its load changes, as counter
+  // "util <link>" on the process of that GPU (its rank in the trace). Call before the run.
   void enable_link_counters(std::span<const uint32_t> gpus);
   void on_load_change(sim::ConstraintId c, sim::Time now, double load, double capacity) override;
 
@@ -129,7 +131,7 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
 
  private:
   sim::Simulation& sim_;
-  uint32_t first_constraint_ = 0;  // the first of its constraints (links, then SM pool and HBM per modelled GPU)
+  uint32_t first_constraint_ = 0;  // its first constraint (links, then SM pool and HBM per modelled GPU)
   const Topology& topo_;
   GpuSpec gpu_;
   HardwareProfile opt_;

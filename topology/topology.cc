@@ -161,7 +161,6 @@ Topology::FabricSpan Topology::fabric_span(uint32_t link) const {
   uint64_t group = 1;  // nodes per vertex of tier k - 1
   for (size_t t = 0; t < k; ++t) group *= tiers_[t].group_size;
   const uint64_t block = k == 1 ? c / rails_ : c;
-  out.rail = k == 1 && rails_ > 1 ? c % rails_ : kAllRails;
   const uint64_t first = block * group, nodes = num_gpus_ / gpus_per_node_;
   out.first_node = static_cast<uint32_t>(std::min<uint64_t>(first, nodes));
   out.num_nodes = static_cast<uint32_t>(std::min<uint64_t>(group, nodes - out.first_node));

@@ -199,16 +199,16 @@ class Topology {
 
   // A fat-tree fabric link (kind kFabric, tier k >= 1: between a vertex of tier k - 1 and its
   // parent at tier k), seen from its lower vertex: the nodes under it, [first_node, first_node +
-  // num_nodes) of a full group's full_nodes (fewer at the cluster's end); at tier 0 with several
-  // rails, the one rail whose GPUs of those nodes it carries (else kAllRails); whether it goes up;
-  // and whether every route's links up to tier k follow from its endpoints alone (one uplink per
-  // child at tiers 1..k: no D-mod-K or flow-hash choice). So a route crosses the link up exactly
-  // when its source is under the lower vertex and its destination is not (down: the reverse).
+  // num_nodes) of a full group's full_nodes (fewer at the cluster's end; at tier 0 with several
+  // rails, of one rail's GPUs); whether it goes up; and whether every route's links up to tier k
+  // follow from its endpoints alone (one uplink per child at tiers 1..k: no D-mod-K or flow-hash
+  // choice). So a route crosses the link up exactly when its source is under the lower vertex and
+  // its destination is not (down: the reverse).
   struct FabricSpan {
-    uint32_t first_node = 0, num_nodes = 0, full_nodes = 0, rail = 0;
+    uint32_t first_node = 0, num_nodes = 0, full_nodes = 0;
     bool up = true, unique_up = true;
   };
-  static constexpr uint32_t kAllRails = UINT32_MAX, kNoLink = UINT32_MAX;
+  static constexpr uint32_t kNoLink = UINT32_MAX;
   FabricSpan fabric_span(uint32_t link) const;
   // The fabric link of the same tier and direction whose lower vertex spans this one's nodes
   // shifted by `nodes` (a whole number of full groups at its tier), or kNoLink.

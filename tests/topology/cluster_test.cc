@@ -347,7 +347,6 @@ TEST(TopologyFatTree, AFabricLinkKnowsTheNodesUnderItAndItsShiftedTwin) {
   EXPECT_EQ(leaf.first_node, 6u);
   EXPECT_EQ(leaf.num_nodes, 2u);
   EXPECT_EQ(leaf.full_nodes, 2u);
-  EXPECT_EQ(leaf.rail, Topology::kAllRails);
   EXPECT_TRUE(leaf.up);
   EXPECT_TRUE(leaf.unique_up);
   const Topology::FabricSpan pod = t.fabric_span(pod0_down);

@@ -304,7 +304,6 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses(const Instance& 
   out.clear();
   const auto& topo = res_.topology();
   const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
-  const auto& links = topo.links();
   const std::span<const uint32_t> members = in.members();
   ++stamp_;
   for (const uint32_t off : in.copies->gpu_offsets) {
@@ -319,9 +318,7 @@ const CollectiveRuntime::CopyUses& CollectiveRuntime::copy_uses(const Instance& 
         continue;  // scale-up only
       topo.route(src, dst, sim::splitmix64(connection ^ ((uint64_t{src} << 32) | dst)), route_);
       for (uint32_t l : route_.links) {
-        const topo::LinkKind kind = links[l].kind;
-        if (kind == topo::LinkKind::kScaleUp || kind == topo::LinkKind::kNic || in.copies->duplicate(l))
-          continue;  // see ReplicaCopies
+        if (mirror_private(l, *in.copies)) continue;  // a copy's own NIC and scale-up links, duplicates
         LinkMark& m = link_mark_[l];
         if (m.stamp != stamp_) {
           m = LinkMark{stamp_, static_cast<uint32_t>(out.size())};

@@ -55,7 +55,7 @@ namespace wl {
 // transfer (a pipeline stage's send in every micro-batch): they are computed once and kept with
 // the transfer's own (CollectiveRuntime's ShapeSlot).
 // Fabric links may be left out the same way (`duplicate_link`, set by the producer where it holds;
-// ProgramExecutor::duplicate_links): a link whose lower end spans nodes of replica j >= 1 only,
+// ProgramExecutor::find_duplicate_links): a link whose lower end spans nodes of replica j >= 1 only,
 // with its image in replica 0 (the same nodes less replica j's offset) of the same capacity, and
 // routes up to it without a choice. Then a transfer standing for copies crosses it with copy j
 // exactly as it crosses the image itself, and no other copy crosses either; a transfer spanning
@@ -217,7 +217,9 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   // Adds `weight` to link l's use in `uses`, the current transfer's (a new entry the first time l
   // is seen since start_phase cleared use_links_).
   void add_use(std::vector<sim::Use>& uses, uint32_t l, double weight);
-  // A GPU's NIC or scale-up link, of a GPU no simulated rank runs on (see ReplicaCopies).
+  // A link whose load the copies' own stands for, left out of every transfer's uses (see
+  // ReplicaCopies): a NIC or scale-up link of a GPU no simulated rank runs on, or a fabric link
+  // that duplicates one under replica 0.
   bool mirror_private(uint32_t link, const ReplicaCopies& copies) const;
   void finish_transfer(uint32_t transfer);
   void free_transfer(uint32_t transfer);

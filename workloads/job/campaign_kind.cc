@@ -240,15 +240,10 @@ class CampaignJob : public Job {
     return step_->modelled_gpus();
   }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
+    SIM_ASSERT(costs_ != nullptr, "Job::start() before prepare()");
     ctx_ = ctx;
-    if (!costs_) set_up_costs(res.simulation().random().seed());
     // The full job's step runs in the scenario's own simulation (traced when asked), unless cached.
-    if (!costs_->has(0)) {
-      if (!step_) {
-        t0_ = std::chrono::steady_clock::now();
-        step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(),
-                                               ts_ ? *ts_ : ds_->island, ctx.trace_ranks);
-      }
+    if (step_) {
       step_->attach(res);
       step_->start();
     }
@@ -310,7 +305,7 @@ class CampaignJob : public Job {
   const topo::ClusterConfig& cluster_;
   JobContext ctx_;
   std::unique_ptr<SimulatedStepCosts> costs_;
-  std::unique_ptr<TrainingStep> step_;
+  std::unique_ptr<TrainingStep> step_;  // the full job's, unless its cost is cached
   void set_up_costs(uint64_t seed) {
     costs_ = std::make_unique<SimulatedStepCosts>(topo_, cluster_, seed);
     if (ts_) costs_->set_training(&*ts_);

@@ -91,10 +91,9 @@ class DilocoJob : public Job {
     step_ = std::make_unique<TrainingStep>(topology, gpu, profile, ds_.island, ctx.trace_ranks);
     return step_->modelled_gpus();
   }
-  void start(topo::ClusterResources& res, const JobContext& ctx) override {
+  void start(topo::ClusterResources& res, const JobContext&) override {
+    SIM_ASSERT(step_ != nullptr, "Job::start() before prepare()");
     seed_ = res.simulation().seed();
-    if (!step_)
-      step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(), ds_.island, ctx.trace_ranks);
     step_->attach(res);
     step_->start();
   }

@@ -1,7 +1,7 @@
 // workloads/job/job.h: the job layer. A workload kind binds its `workload:` section into a Job; a
 // Job starts its work on a simulation, and after the run produces a JobResult that prints,
 // serialises and fingerprints itself. The command (and validation, sweeps) drive every kind the
-// same way: bind -> start -> sim.run() -> finish -> result; adding a kind is one entry in
+// same way: bind -> prepare -> resources -> start -> sim.run() -> finish -> result; adding a kind is one entry in
 // workload_kinds() (registry.cc) and touches no dispatch code.
 #pragma once
 
@@ -63,18 +63,18 @@ struct JobContext {
 class Job {
  public:
   virtual ~Job() = default;
-  // Optional, before start(), from the simulation (its seed) and the cluster's description alone:
-  // does what needs no resources (a training step builds its programs and decides its fidelity)
-  // and returns the GPUs the job will model individually, 1 per GPU of the topology (empty: every
-  // GPU), so that the caller builds the resources of those only (topo::ClusterResources'
-  // `modelled`): a step in symmetric mode models one data-parallel replica. Then start() is given
-  // resources of that `sim`; it prepares what was not.
+  // Once, before start(), from the simulation (its seed) and the cluster's description alone: does
+  // what needs no resources (a training step builds its programs and decides its fidelity) and
+  // returns the GPUs the job will model individually, 1 per GPU of the topology (empty: every GPU),
+  // so that the caller builds the resources of those only (topo::ClusterResources' `modelled`) on
+  // that `sim` for start(): a step in symmetric mode models one data-parallel replica.
   virtual std::vector<uint8_t> prepare(sim::Simulation& /*sim*/, const topo::Topology& /*topology*/,
                                        const topo::GpuSpec& /*gpu*/, const topo::HardwareProfile& /*profile*/,
                                        const JobContext& /*ctx*/) {
     return {};
   }
-  // Sets the work up on res's simulation (nothing runs until the caller runs the simulation).
+  // Sets the work up on res's simulation, after prepare() (nothing runs until the caller runs the
+  // simulation).
   virtual void start(topo::ClusterResources& res, const JobContext& ctx) = 0;
   // After the simulation ran: the result (a kind may run further simulations of its own here).
   // Releases what start() set up on the simulation, so call it while the simulation and the

@@ -33,9 +33,8 @@ class TrainingJobImpl : public Job {
     return step_->modelled_gpus();
   }
   void start(topo::ClusterResources& res, const JobContext& ctx) override {
+    SIM_ASSERT(step_ != nullptr, "Job::start() before prepare()");
     res_ = &res;
-    if (!step_) step_ = std::make_unique<TrainingStep>(res.topology(), res.gpu_spec(), res.profile(), ts_,
-                                                       ctx.trace_ranks, step_options());
     step_->attach(res);
     if (ctx.export_program) ctx.export_program(step_->program(), step_->coster());
     step_->start();

@@ -297,9 +297,9 @@ std::vector<uint8_t> ProgramExecutor::find_duplicate_links() const {
   const topo::Topology& topo = res_.topology();
   if (topo.kind() != topo::TopologyKind::kCluster) return {};
   const uint32_t gpn = std::max<uint32_t>(1, topo.gpus_per_node());
-  uint32_t replica_gpus = 0;  // replica 0: GPUs [0, replica_gpus)
-  while (replica_gpus < simulated_.size() && simulated_[replica_gpus]) ++replica_gpus;
-  if (replica_gpus == 0 || replica_gpus % gpn != 0 || replica_gpus != ranks_to_run_) return {};
+  // Replica 0 is ranks (= GPUs) [0, replica_gpus) when its ranks come first (mark_simulated).
+  const uint32_t replica_gpus = ranks_to_run_;
+  if (state_ranks_ != ranks_to_run_ || replica_gpus == 0 || replica_gpus % gpn != 0) return {};
   std::vector<uint32_t> offsets = copies_.gpu_offsets;
   std::sort(offsets.begin(), offsets.end());
   for (size_t i = 0; i < offsets.size(); ++i)

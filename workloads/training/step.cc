@@ -80,7 +80,7 @@ TrainingStep::TrainingStep(topo::ClusterResources& res, const TrainingSettings& 
 
 TrainingStep::TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu, const topo::HardwareProfile& profile,
                            const TrainingSettings& ts, const std::vector<uint32_t>& trace_ranks, StepOptions options)
-    : topo_(topo), gpu_(gpu), profile_(profile), ts_(ts), job_(ts.job), options_(std::move(options)) {
+    : topo_(topo), gpu_(gpu), ts_(ts), job_(ts.job), options_(std::move(options)) {
   job_.profile = profile;  // the cluster's hardware profile is the one that counts (host_overhead too)
   plan_ = build_training(job_);
   result_.memory = plan_.memory;
@@ -207,9 +207,9 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
   // carry more than its leaves, so replicas in different tree positions would see different
   // contention). Lowered here on replica 0's groups as the executor will.
   {
-    const ClusterShape shape = cluster_shape_of(topo_, profile_);
-    const RuntimeOptions ro = runtime_options_for(gpu_, profile_);
-    const CostHints hints = cost_hints_for(topo_, gpu_, profile_, ro);
+    const ClusterShape shape = cluster_shape_of(topo_, job_.profile);
+    const RuntimeOptions ro = runtime_options_for(gpu_, job_.profile);
+    const CostHints hints = cost_hints_for(topo_, gpu_, job_.profile, ro);
     std::set<std::tuple<uint32_t, CollectiveOp, double>> checked;
     std::vector<uint8_t> seen(jp_.templates.size(), 0);
     std::vector<uint32_t> members;

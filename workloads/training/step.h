@@ -137,7 +137,6 @@ class TrainingStep {
  private:
   const topo::Topology& topo_;
   topo::GpuSpec gpu_;
-  topo::HardwareProfile profile_;
   topo::ClusterResources* res_ = nullptr;  // attach()
   bool symmetric_ = false;                 // the fidelity decided
   std::vector<uint32_t> trace_ranks_;
