@@ -97,6 +97,12 @@ std::string join_path(const std::string& parent, std::string_view key) {
 
 std::string shown_path(const std::string& path) { return path.empty() ? "(top level)" : path; }
 
+// "location: path", or the location alone when it is the --set of that very path.
+std::string where_of(const std::string& location, const std::string& path) {
+  if (location == "--set " + path) return location;
+  return location + ": " + shown_path(path);
+}
+
 // "got ..." part of type errors.
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
@@ -310,9 +316,9 @@ size_t ConfigNode::size() const {
   return (rec_->node.IsMap() || rec_->node.IsSequence()) ? rec_->node.size() : 0;
 }
 
-void ConfigNode::fail(std::string_view msg) const {
-  throw ConfigError(rec_->location + ": " + shown_path(rec_->path) + ": " + std::string(msg));
-}
+std::string ConfigNode::where() const { return where_of(rec_->location, rec_->path); }
+
+void ConfigNode::fail(std::string_view msg) const { throw ConfigError(where() + ": " + std::string(msg)); }
 
 ConfigNode ConfigNode::make_child(std::string_view key) const {
   std::optional<Entry> e = lookup(rec_->node, key);
@@ -779,7 +785,7 @@ void check_used(const DocState& st, const YAML::Node& node, const std::string& p
           std::sort(names.begin(), names.end());
           msg = "unknown key (known here: " + join_list(names) + ")";
         }
-        throw ConfigError(where + ": " + key_path + ": " + msg);
+        throw ConfigError(where_of(where, key_path) + ": " + msg);
       }
       check_used(st, it->second, key_path, st.location_of(key_path, it->second.Mark(), location));
     }

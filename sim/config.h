@@ -37,6 +37,9 @@ class ConfigNode {
   const std::string& path() const;
   // "file:line:col" of the node (1-based), or "--set a.b" when the value came from an override.
   const std::string& location() const;
+  // Where an error about this node points: "file:line:col: path", or "--set path" alone when the
+  // value is the override itself (the path would only repeat it).
+  std::string where() const;
 
   bool is_map() const;
   bool is_sequence() const;

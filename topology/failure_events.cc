@@ -89,7 +89,7 @@ std::vector<FailureEvent> bind_failure_events(const sim::ConfigNode& events, con
     if (!n.is_map()) n.fail("an entry is {at: TIME, kill: {...}} or {at: TIME, slow: {...}}");
     FailureEvent e;
     e.at = n.get_duration("at");
-    e.where = n.child("at").location() + ": " + n.child("at").path();
+    e.where = n.child("at").where();
     if (e.at < sim::Time::zero()) n.child("at").fail("a failure time cannot be negative");
     const bool kill = n.has("kill"), slow = n.has("slow");
     if (kill == slow) n.fail("give either kill: {...} or slow: {...}");

@@ -391,7 +391,7 @@ TEST(ConfigOverride, ErrorsNameTheAssignment) {
   // Values from --set are checked like file values, and errors point at the --set.
   doc.apply_override("cluster.nodes=zero");
   EXPECT_EQ(error_of([&] { doc.root().child("cluster").get_int("nodes"); }),
-            "--set cluster.nodes: cluster.nodes: expected an integer, got \"zero\"");
+            "--set cluster.nodes: expected an integer, got \"zero\"");
 }
 
 TEST(ConfigOverride, ReplacesNullWithMap) {
@@ -463,7 +463,7 @@ TEST(ConfigUsed, UnreadSectionAndOverriddenKey) {
   doc2.apply_override("cluster.nodez=8");
   bind_all(doc2.root());
   EXPECT_EQ(error_of([&] { doc2.check_all_used(); }),
-            "--set cluster.nodez: cluster.nodez: unknown key (known here: gpu, gpus_per_node, "
+            "--set cluster.nodez: unknown key (known here: gpu, gpus_per_node, "
             "nodes, scale_out, scale_up)");
 }
 

@@ -239,14 +239,14 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       std::string a = c->get_enum(keys[d], {"auto", "ring", "tree", "halving-doubling", "hierarchical", "torus", "direct"},
                                   "auto");
       j.algorithm[d] = parse_algorithm(a);
-      if (auto node = c->find(keys[d])) ts.algorithm_at[d] = node->location() + ": " + node->path();
+      if (auto node = c->find(keys[d])) ts.algorithm_at[d] = node->where();
     }
   }
   if (auto m = w.find("memory")) ts.allow_oom = m->get_bool("allow_oom", false);
   {
     const std::string f = w.get_enum("fidelity", {"expanded", "symmetric", "auto"}, "expanded");
     ts.fidelity = f == "symmetric" ? Fidelity::kSymmetric : f == "auto" ? Fidelity::kAuto : Fidelity::kExpanded;
-    if (auto node = w.find("fidelity")) ts.fidelity_at = node->location() + ": " + node->path();
+    if (auto node = w.find("fidelity")) ts.fidelity_at = node->where();
   }
 
   // The product in 128 bits: each factor may be up to 2^24, so five of them can overflow int64.
