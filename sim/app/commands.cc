@@ -140,6 +140,7 @@ int cmd_run(const RunOptions& opt) {
     write_output(opt.resolved, sc.doc.resolved_yaml());
   }
   if (opt.check) {
+    wl::check_scenario(sc);
     if (!opt.quiet)
       std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
                   std::string(sc.kind->name).c_str(), sc.topology->num_gpus());

@@ -255,7 +255,7 @@ void step_benchmark(benchmark::State& state, const char* file, const char* fidel
     auto cnode = doc.root().child("cluster");
     auto cfg = topo::bind_cluster(cnode);
     auto topology = topo::build_cluster_checked(cfg, cnode);
-    auto ts = wl::bind_training(doc.root().child("workload"), cfg.gpu, topology.num_gpus());
+    auto ts = wl::bind_training(doc.root().child("workload"), cfg.gpu, topology.num_gpus(), 0);
     sim::Simulation s(1, queue_arg(state));
     topo::ClusterResources res(s, topology, cfg.gpu, cfg.profile);
     auto r = wl::run_training_step(res, ts, {});

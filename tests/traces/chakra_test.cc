@@ -114,7 +114,7 @@ TEST(Chakra, AGeneratedTrainingStepExportedAndReadBackSimulatesToTheSameStepTime
       wl::bind_scenario(sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default>"), "default", false);
   auto doc = sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default>");
   const wl::TrainingSettings ts =
-      wl::bind_training(doc.root().child("workload"), sc.cluster.gpu, sc.topology->num_gpus());
+      wl::bind_training(doc.root().child("workload"), sc.cluster.gpu, sc.topology->num_gpus(), 0);
   const fs::path dir = fs::temp_directory_path() / "clustersim_chakra_roundtrip";
   fs::create_directories(dir);
   int64_t original_ns = 0;

@@ -398,7 +398,7 @@ Bound bind(const std::vector<std::string>& overrides) {
   Bound b;
   b.cluster = topo::bind_cluster(root.child("cluster"));
   EXPECT_EQ(root.child("workload").get_string("kind"), "diloco");  // read by the app's dispatch
-  b.settings = bind_diloco(root.child("workload"), b.cluster.gpu, 8);
+  b.settings = bind_diloco(root.child("workload"), b.cluster.gpu, 8, 0);
   doc.check_all_used();
   return b;
 }
@@ -457,7 +457,7 @@ TEST(DiLoCoConfig, ErrorsNameLocationAndKey) {
     auto doc = sim::ConfigDoc::load_string(doc_text, "diloco.yaml");
     auto root = doc.root();
     auto cl = topo::bind_cluster(root.child("cluster"));
-    bind_diloco(root.child("workload"), cl.gpu, 8);
+    bind_diloco(root.child("workload"), cl.gpu, 8, 0);
     ADD_FAILURE() << "islands: 1 accepted";
   } catch (const sim::ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("diloco.yaml:8:12: workload.islands:", 0), 0u) << e.what();

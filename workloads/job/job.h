@@ -91,6 +91,9 @@ struct BindContext {
   const topo::Topology& topology;
   std::optional<sim::ConfigNode> failures;  // the scenario's `failures:` section, when it has one
   std::string cluster_yaml;                 // the resolved `cluster:` section (a key for cached results)
+  // Bytes the run may take (--max-memory, else the system's MemAvailable; 0: not known): a job
+  // whose programs alone would need more is refused at binding, naming the key that makes it so.
+  uint64_t memory_limit = 0;
   // A kind that cannot take failures refuses the section (naming itself).
   void refuse_failures(std::string_view kind) const;
 };

@@ -36,7 +36,8 @@ Scenario bind_scenario(sim::ConfigDoc doc, std::string_view default_name, bool w
   const std::string kind = w.get_enum("kind", names);
   for (const WorkloadKind& k : workload_kinds())
     if (k.name == kind) sc.kind = &k;
-  BindContext ctx{sc.cluster, *sc.topology, root.find("failures"), cluster.resolved_yaml()};
+  BindContext ctx{sc.cluster, *sc.topology, root.find("failures"), cluster.resolved_yaml(),
+                  max_memory_bytes > 0 ? max_memory_bytes : topo::available_memory_bytes()};
   sc.job = sc.kind->bind(w, ctx);
   if (auto out = root.find("output")) {
     sc.trace = out->get_string("trace", "");
@@ -89,6 +90,11 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& c
   out.solves = sim.fluid().solves();
   out.solved_activities = sim.fluid().solved_activities();
   return out;
+}
+
+void check_scenario(Scenario& sc) {
+  sim::Simulation sim(sc.seed);
+  (void)sc.job->prepare(sim, *sc.topology, sc.cluster.gpu, sc.cluster.profile, JobContext{});
 }
 
 const char* default_scenario_yaml() {

@@ -58,5 +58,8 @@ struct ScenarioRun {
 ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const std::vector<uint32_t>& trace_ranks);
 // The same with the job's whole context (threads, trials, progress for campaigns).
 ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& ctx);
+// `run --check`: everything run_scenario finds before the first event (the job's prepare: its
+// programs, memory, fidelity), on a simulation of its own; throws what run_scenario would.
+void check_scenario(Scenario& sc);
 
 }  // namespace wl

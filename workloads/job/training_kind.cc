@@ -115,7 +115,7 @@ const char* recovery_name(Recovery r) {
 }  // namespace
 
 std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& w, const BindContext& ctx) {
-  TrainingSettings ts = bind_training(w, ctx.cluster.gpu, ctx.cluster.job_gpus());
+  TrainingSettings ts = bind_training(w, ctx.cluster.gpu, ctx.cluster.job_gpus(), ctx.memory_limit);
   std::optional<FailureSettings> f;
   if (ctx.failures) f = bind_failures(*ctx.failures, ctx.topology, ts, ctx.cluster.spare_nodes);
   return std::make_unique<TrainingJobImpl>(std::move(ts), std::move(f), ctx.cluster.spare_nodes);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sim/error.h"
+#include "sim/units.h"
 
 namespace wl {
 
@@ -78,7 +79,8 @@ ModelSpec bind_model(const sim::ConfigNode& m) {
   return spec;
 }
 
-TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gpu, uint32_t gpus) {
+TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gpu, uint32_t gpus,
+                               uint64_t memory_limit) {
   TrainingSettings ts;
   TrainingJob& j = ts.job;
   j.gpu = gpu;
@@ -266,21 +268,40 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   if (j.precision == Precision::kFp8 && j.gpu.peak_fp8_flops <= 0)
     w.child("training").child("precision").fail("the accelerator " + j.gpu.name + " has no FP8 tensor path");
   // What the step's programs will hold: one rank runs micro-batches x (its layers, forward and
-  // backward) ops. Beyond 2^26 per rank the program alone outgrows memory (p20: 2^29 micro-batches
-  // filled 8 GiB and was killed; p22: 2^40 layers ran out of memory).
+  // backward) ops, and the stages' programs together micro-batches x the model's layers. Beyond
+  // 2^26 per rank a program alone outgrows memory (p20: 2^29 micro-batches filled 8 GiB and was
+  // killed; p22: 2^40 layers ran out of memory); below it, the programs may still need more than
+  // the machine has: a global batch given in tokens instead of sequences (4,194,304 on the default
+  // scenario: 2^21 micro-batches per rank) took 16 GiB and ended in std::bad_alloc. Each layer pass
+  // costs at least kProgramBytesPerLayerPass (the default scenario's fused-kernel programs, measured
+  // from max RSS at 2^18 and 2^20 layer passes: 3.0 KiB each; eager kernels have more ops).
   {
+    constexpr uint64_t kProgramBytesPerLayerPass = 2048;  // "2 KiB" in the message
     const unsigned __int128 mb = static_cast<unsigned __int128>(j.micro_batches());
     const unsigned __int128 layers = static_cast<unsigned __int128>((j.model.layers + j.pp - 1) / j.pp);
-    if (mb * layers > (static_cast<unsigned __int128>(1) << 26)) {
+    const unsigned __int128 passes = mb * static_cast<unsigned __int128>(j.model.layers);
+    const unsigned __int128 need = passes * kProgramBytesPerLayerPass;
+    const bool too_many = mb * layers > (static_cast<unsigned __int128>(1) << 26);
+    const bool too_big = memory_limit > 0 && need > memory_limit;
+    if (too_many || too_big) {
       const bool by_batch = mb > layers;
       sim::ConfigNode model = w.child("model");
       sim::ConfigNode where = by_batch                 ? w.child("training").child("global_batch")
                               : model.has("layers") ? model.child("layers")
                                                     : model;
-      where.fail(std::to_string(j.micro_batches()) + " micro-batches per rank x " +
-                 std::to_string(static_cast<long long>(layers)) +
-                 " layers per pipeline stage is more than 2^26 layer passes per rank: the step's program would "
-                 "not fit in memory (lower global_batch, raise micro_batch or dp, or use fewer layers)");
+      const std::string hint = by_batch ? "; global_batch counts sequences of seq_len tokens, not tokens: lower it, or "
+                                          "raise micro_batch or dp"
+                                        : "; use fewer layers, or raise pp";
+      if (too_many)
+        where.fail(std::to_string(j.micro_batches()) + " micro-batches per rank x " +
+                   std::to_string(static_cast<long long>(layers)) +
+                   " layers per pipeline stage is more than 2^26 layer passes per rank: the step's program would "
+                   "not fit in memory" + hint);
+      where.fail(std::to_string(j.micro_batches()) + " micro-batches per rank x " + std::to_string(j.model.layers) +
+                 " layers is " + std::to_string(static_cast<uint64_t>(passes)) +
+                 " layer passes in the step's programs, which need at least " +
+                 sim::format_bytes(static_cast<double>(need)) + " (2 KiB each), more than the run's limit of " +
+                 sim::format_bytes(static_cast<double>(memory_limit)) + " (--max-memory, else MemAvailable)" + hint);
     }
   }
   located(w, [&] {

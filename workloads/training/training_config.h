@@ -39,7 +39,9 @@ struct TrainingSettings {
 };
 
 ModelSpec bind_model(const sim::ConfigNode& model);
-// `gpus` is the cluster size: the layout must use every GPU.
-TrainingSettings bind_training(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus);
+// `gpus` is the cluster size: the layout must use every GPU. `memory_limit` (bytes, 0: none) refuses
+// a step whose programs alone would need more (BindContext::memory_limit).
+TrainingSettings bind_training(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus,
+                               uint64_t memory_limit);
 
 }  // namespace wl

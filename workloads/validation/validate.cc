@@ -217,7 +217,7 @@ RowSetup make_row_setup(const PublishedRow& row) {
   s.cluster = cluster.spec;
   s.profile = cluster.profile;
   s.training = bind_training(root.child("workload"), cluster.gpu,
-                             static_cast<uint32_t>(cluster.spec.nodes * cluster.spec.gpus_per_node));
+                             static_cast<uint32_t>(cluster.spec.nodes * cluster.spec.gpus_per_node), 0);
   s.training.job.profile = cluster.profile;
   return s;
 }

@@ -1,0 +1,67 @@
+// What a scenario is refused for before anything runs: the step's programs against the memory the
+// run may use (bind_scenario's max_memory_bytes), and `run --check` (check_scenario), which finds
+// what the job's prepare finds (memory per rank) without simulating.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/config.h"
+#include "sim/error.h"
+#include "workloads/job/scenario.h"
+
+namespace wl {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+Scenario bind_default(const std::string& override, uint64_t max_memory) {
+  sim::ConfigDoc doc = sim::ConfigDoc::load_string(default_scenario_yaml(), "default.yaml");
+  if (!override.empty()) doc.apply_override(override);
+  return bind_scenario(std::move(doc), "default", true, max_memory);
+}
+
+std::string bind_error(const std::string& override, uint64_t max_memory) {
+  try {
+    bind_default(override, max_memory);
+  } catch (const sim::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ScenarioCheck, AGlobalBatchInTokensIsRefusedForItsProgramsMemory) {
+  // The default scenario (Llama 3 8B, 32 layers; TP 8, PP 4, DP 2; micro-batch 1) with the global
+  // batch given in tokens (4 Mi) instead of sequences: 4,194,304 / 2 = 2,097,152 micro-batches per
+  // rank; x 32 layers = 67,108,864 = 2^26 layer passes in the four stages' programs; at 2 KiB each,
+  // 2^37 bytes = 128 GiB. It once took 16 GiB before std::bad_alloc.
+  const std::string err = bind_error("workload.training.global_batch=4194304", 16 * kGiB);
+  EXPECT_NE(err.find("--set workload.training.global_batch: 2097152 micro-batches per rank x 32 layers is 67108864 "
+                     "layer passes"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("at least 128 GiB"), std::string::npos) << err;
+  EXPECT_NE(err.find("limit of 16 GiB"), std::string::npos) << err;
+  EXPECT_NE(err.find("counts sequences"), std::string::npos) << err;
+  // The same programs are allowed where the run may take more (128 GiB < 1 TiB): the refusal is
+  // the memory's, not a fixed cap.
+  EXPECT_EQ(bind_error("workload.training.global_batch=4194304", 1024 * kGiB), "");
+  // And the default's own 32 micro-batches x 32 layers (2 MiB of programs) pass a 1 GiB limit.
+  EXPECT_EQ(bind_error("", kGiB), "");
+}
+
+TEST(ScenarioCheck, CheckFindsWhatTheRunFindsBeforeItsFirstEvent) {
+  // 8B with seq_len 10^6 on TP 8: stage 0 holds 4 micro-batches' activations of a million tokens,
+  // hundreds of GiB against an H100's 80 GB (the run's own message; --check said "checked").
+  Scenario sc = bind_default("workload.training.seq_len=1000000", 0);
+  try {
+    check_scenario(sc);
+    ADD_FAILURE() << "check_scenario accepted a step that does not fit in memory";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory: pipeline stage 0"), std::string::npos) << e.what();
+  }
+  Scenario fine = bind_default("", 0);
+  EXPECT_NO_THROW(check_scenario(fine));
+}
+
+}  // namespace
+}  // namespace wl
