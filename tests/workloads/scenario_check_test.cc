@@ -8,6 +8,7 @@
 #include "sim/config.h"
 #include "sim/error.h"
 #include "workloads/job/scenario.h"
+#include "workloads/training/training_config.h"
 
 namespace wl {
 namespace {
@@ -61,6 +62,32 @@ TEST(ScenarioCheck, CheckFindsWhatTheRunFindsBeforeItsFirstEvent) {
   }
   Scenario fine = bind_default("", 0);
   EXPECT_NO_THROW(check_scenario(fine));
+}
+
+ModelSpec model_of(const std::string& yaml) {
+  sim::ConfigDoc doc = sim::ConfigDoc::load_string(yaml, "m.yaml");
+  return bind_model(doc.root().child("model"));
+}
+
+TEST(BindModel, APresetsHeadDimFollowsAChangedHiddenOrHeads) {
+  // Llama 3 8B: hidden 4096, 32 heads, head_dim 128 = 4096 / 32.
+  EXPECT_EQ(model_of("model: {preset: llama3-8b}").head_dim, 128);
+  // hidden 8192 with 32 heads: 8192 / 32 = 256 (the preset's 128 was kept, attending over 4096
+  // columns of an 8192-wide model).
+  EXPECT_EQ(model_of("model: {preset: llama3-8b, hidden: 8192}").head_dim, 256);
+  // 64 heads of 4096: 64 each.
+  EXPECT_EQ(model_of("model: {preset: llama3-8b, heads: 64}").head_dim, 64);
+  // Given explicitly, it is kept.
+  EXPECT_EQ(model_of("model: {preset: llama3-8b, hidden: 8192, head_dim: 128}").head_dim, 128);
+  // 4097 is not a multiple of 32: head_dim must be given, as without a preset.
+  try {
+    model_of("model: {preset: llama3-8b, hidden: 4097}");
+    ADD_FAILURE() << "hidden 4097 with 32 heads was accepted";
+  } catch (const sim::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden 4097 is not divisible by heads 32; set head_dim explicitly"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -36,13 +36,21 @@ ModelSpec bind_model(const sim::ConfigNode& m) {
   auto need = [&](const char* key, int64_t def) {
     return full ? m.get_int_in(key, 1, int64_t{1} << 40) : m.get_int_in(key, 1, int64_t{1} << 40, def);
   };
+  const int64_t preset_hidden = spec.hidden, preset_heads = spec.heads;
   spec.name = m.get_string("name", spec.name.empty() ? "custom" : spec.name);
   spec.layers = need("layers", spec.layers);
   spec.hidden = need("hidden", spec.hidden);
   spec.ffn_hidden = need("ffn_hidden", spec.ffn_hidden);
   spec.heads = need("heads", spec.heads);
   spec.kv_heads = m.get_int_in("kv_heads", 1, int64_t{1} << 20, spec.kv_heads > 0 ? spec.kv_heads : spec.heads);
-  spec.head_dim = m.get_int_in("head_dim", 0, int64_t{1} << 20, spec.head_dim);
+  // A preset's head_dim is its hidden / heads (every preset's is): when hidden or heads is changed
+  // and head_dim is not given, it follows them, as for a model without preset (keeping the preset's
+  // 128 made a hidden-8192 Llama 3 8B attend over 32 x 128 = 4096 columns). Where heads does not
+  // divide hidden, validate_model asks for head_dim.
+  int64_t head_dim = spec.head_dim;
+  if (!full && (spec.hidden != preset_hidden || spec.heads != preset_heads))
+    head_dim = spec.hidden % spec.heads == 0 ? spec.hidden / spec.heads : 0;
+  spec.head_dim = m.get_int_in("head_dim", 0, int64_t{1} << 20, head_dim);
   spec.vocab = need("vocab", spec.vocab);
   std::string mlp = m.get_enum("mlp", {"swiglu", "gelu"}, spec.mlp == MlpKind::kSwiGlu ? "swiglu" : "gelu");
   spec.mlp = mlp == "swiglu" ? MlpKind::kSwiGlu : MlpKind::kGelu;
