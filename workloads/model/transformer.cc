@@ -305,13 +305,13 @@ void validate_model(const ModelSpec& s) {
     os << "layers, hidden, ffn_hidden, heads, kv_heads and vocab must be positive";
     fail(os.str());
   }
+  if (s.heads % s.kv_heads != 0) {
+    os << "heads " << s.heads << " is not a multiple of kv_heads " << s.kv_heads;
+    fail(os.str());
+  }
   if (s.head_dim == 0 && s.hidden % s.heads != 0) {
     os << "hidden " << s.hidden << " is not divisible by heads " << s.heads
        << "; set head_dim explicitly";
-    fail(os.str());
-  }
-  if (s.heads % s.kv_heads != 0) {
-    os << "heads " << s.heads << " is not a multiple of kv_heads " << s.kv_heads;
     fail(os.str());
   }
   if (s.position == PositionKind::kLearned && s.max_seq_len <= 0) {
