@@ -47,6 +47,12 @@ GpuSpec bind_gpu(const sim::ConfigNode& cluster) {
   g.scale_up_bandwidth_Bps = node.get_bandwidth("scale_up_bandwidth", g.scale_up_bandwidth_Bps);
   g.ici_link_bandwidth_Bps = node.get_bandwidth("ici_link_bandwidth", g.ici_link_bandwidth_Bps);
   if (g.hbm_bandwidth_Bps <= 0) node.child("hbm_bandwidth").fail("must be > 0");
+  // Plain numbers are bytes: `hbm_capacity: 80` is 80 B, and the step then fails for want of
+  // memory with nothing pointing here. Every accelerator in the catalog has 16 GiB or more.
+  if (node.has("hbm_capacity") && g.hbm_capacity_bytes < (uint64_t{1} << 30))
+    node.child("hbm_capacity")
+        .fail("is " + sim::format_bytes(static_cast<double>(g.hbm_capacity_bytes)) +
+              ", below 1 GiB: a number without a unit is bytes (write 80GB or 80GiB)");
   if (g.peak_bf16_flops <= 0) node.child("peak_bf16").fail("must be > 0");
   return g;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/error.h"
+#include "sim/units.h"
 
 namespace topo {
 
@@ -175,7 +176,7 @@ bool protocol_enabled(const HardwareProfile& p, std::string_view name) {
 namespace {
 
 // Reads every profile key of map `m` with `p`'s values as defaults (so they are written into m).
-void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, bool nvlink_sharp) {
+void read_keys(const sim::ConfigNode& m, HardwareProfile& p, const GpuSpec& gpu) {
   p.gemm_efficiency = m.get_double_in("gemm_efficiency", 0.01, 1.0, p.gemm_efficiency);
   p.fp8_gemm_efficiency = m.get_double_in("fp8_gemm_efficiency", 0.0, 1.0, p.fp8_gemm_efficiency);
   if (p.fp8_gemm_efficiency > 0 && p.fp8_gemm_efficiency < 0.01)
@@ -226,7 +227,7 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
     if (c < 4096 || c > (64 << 20)) m.child("nvls_chunk").fail("must be between 4 KiB and 64 MiB");
     p.nvls_chunk = c;
   }
-  if (p.nvls_efficiency > 0 && !nvlink_sharp)
+  if (p.nvls_efficiency > 0 && !gpu.nvlink_sharp)
     m.child("nvls_efficiency").fail("this accelerator's switch does not reduce in-network (no NVLink SHARP); use 0");
   {
     const double b = m.get_bandwidth("ll_max_bandwidth", p.ll_max_bandwidth);
@@ -252,7 +253,7 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   p.host_overhead = latency("host_overhead", p.host_overhead);
   if (p.host_overhead > sim::Time::sec(1)) m.child("host_overhead").fail("must be at most 1s per kernel launch");
   // Fewer than all of them: a communication kernel holding every SM would leave compute none.
-  p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, sm_count > 0 ? sm_count - 1 : 0, p.comm_sms));
+  p.comm_sms = static_cast<uint32_t>(m.get_int_in("comm_sms", 0, gpu.sm_count > 0 ? gpu.sm_count - 1 : 0, p.comm_sms));
   p.comm_hbm_fraction = m.get_double_in("comm_hbm_fraction", 0.0, 0.99, p.comm_hbm_fraction);
   auto bytes = [&](const char* key, uint64_t def) {
     const double b = m.get_bytes(key, static_cast<double>(def));
@@ -261,6 +262,14 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, uint32_t sm_count, 
   };
   p.context_memory = bytes("context_memory", p.context_memory);
   p.nccl_memory = bytes("nccl_memory", p.nccl_memory);
+  // Both are taken from the device's memory before the framework gets any (NCCL's once per
+  // communicator): either one as large as the device leaves the model nothing, which the step
+  // would report as "0 B HBM" without naming them.
+  for (auto [key, value] : {std::pair{"context_memory", p.context_memory}, std::pair{"nccl_memory", p.nccl_memory}})
+    if (m.has(key) && gpu.hbm_capacity_bytes > 0 && value >= gpu.hbm_capacity_bytes)
+      m.child(key).fail("is " + sim::format_bytes(static_cast<double>(value)) + ", as much as the " + gpu.name +
+                        "'s " + sim::format_bytes(static_cast<double>(gpu.hbm_capacity_bytes)) +
+                        " of memory: nothing would be left for the model");
 }
 
 }  // namespace
@@ -281,10 +290,10 @@ HardwareProfile bind_profile(const sim::ConfigNode& cluster, const GpuSpec& gpu)
     sim::ConfigDoc file = load();
     sim::ConfigNode root = file.root();
     if (!root.is_map() && !root.is_null()) f->fail("the profile file " + path.string() + " is not a map of profile keys");
-    read_keys(root, p, gpu.sm_count, gpu.nvlink_sharp);
+    read_keys(root, p, gpu);
     file.check_all_used();  // an unknown key in the file is named with its own file:line:col
   }
-  read_keys(m, p, gpu.sm_count, gpu.nvlink_sharp);
+  read_keys(m, p, gpu);
   return p;
 }
 

@@ -64,6 +64,30 @@ TEST(ScenarioCheck, CheckFindsWhatTheRunFindsBeforeItsFirstEvent) {
   EXPECT_NO_THROW(check_scenario(fine));
 }
 
+TEST(ScenarioCheck, MemorySizesThatLeaveNothingAreNamed) {
+  // A plain number is bytes: 80 B of HBM, below the 1 GiB any accelerator has.
+  EXPECT_NE(bind_error("cluster.gpu={preset: h100-sxm, hbm_capacity: 80}", 0)
+                .find("cluster.gpu.hbm_capacity: is 80 B, below 1 GiB: a number without a unit is bytes"),
+            std::string::npos);
+  EXPECT_EQ(bind_error("cluster.gpu={preset: h100-sxm, hbm_capacity: 80GB}", 0), "");
+  // The CUDA context as large as the H100's 81,559 MiB (79.6 GiB).
+  EXPECT_NE(bind_error("cluster.profile.context_memory=100GiB", 0)
+                .find("--set cluster.profile.context_memory: is 100 GiB, as much as the h100-sxm's 79.6 GiB"),
+            std::string::npos);
+  // 30 GiB of NCCL buffers for each of the default job's 3 communicators (TP, PP, DP) leave
+  // nothing: the step's refusal says where the memory went.
+  Scenario sc = bind_default("cluster.profile.nccl_memory=30GiB", 0);
+  try {
+    check_scenario(sc);
+    ADD_FAILURE() << "a step with no memory left was accepted";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("(the 0 B left of the h100-sxm's 79.6 GiB after cluster.profile.context_memory "
+                                         "512 MiB and nccl_memory 30 GiB for each of 3 communicators)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 ModelSpec model_of(const std::string& yaml) {
   sim::ConfigDoc doc = sim::ConfigDoc::load_string(yaml, "m.yaml");
   return bind_model(doc.root().child("model"));

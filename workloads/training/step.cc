@@ -94,8 +94,13 @@ TrainingStep::TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu,
   for (const auto& m : plan_.memory)
     if (m.bytes.total() > result_.capacity_bytes) result_.fits = false;
   if (!result_.fits && !ts.allow_oom)
-    throw sim::UserError("out of memory: " + describe_oom(plan_.memory, result_.capacity_bytes) +
-                         " (set workload.memory.allow_oom: true to simulate anyway)");
+    throw sim::UserError(
+        "out of memory: " + describe_oom(plan_.memory, result_.capacity_bytes) + " (the " +
+        sim::format_bytes(result_.capacity_bytes) + " left of the " + job_.gpu.name + "'s " +
+        sim::format_bytes(result_.device_bytes) + " after cluster.profile.context_memory " +
+        sim::format_bytes(static_cast<double>(job_.profile.context_memory)) + " and nccl_memory " +
+        sim::format_bytes(static_cast<double>(job_.profile.nccl_memory)) + " for each of " +
+        std::to_string(result_.communicators) + " communicators); set workload.memory.allow_oom: true to simulate anyway");
   result_.tokens_per_step = plan_.tokens_per_step;
   model_flops_per_step_ = plan_.model_flops_per_step;
   jp_ = training_job_program(job_, plan_, ts.algorithm_at);
