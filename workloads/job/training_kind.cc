@@ -276,6 +276,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   }
   else if (!r.fidelity_note.empty())
     appendf(o, "  fidelity: expanded (%s)\n\n", r.fidelity_note.c_str());
+  else
+    appendf(o, "  fidelity: expanded (every rank simulated)\n\n");
   appendf(o, "  step time         %10.4f s\n", r.step_time_s);
   appendf(o, "  tokens/s          %10.0f\n", r.tokens_per_s);
   appendf(o, "  TFLOP/s per GPU   %10.1f   (model FLOPs: 6N + 12*L*H*Q*T per token, PaLM convention; no recompute)\n",
