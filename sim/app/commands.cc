@@ -2,12 +2,14 @@
 #include "sim/app/mpi_points.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -54,8 +56,51 @@ void write_output(const std::string& path, const std::string& text) {
   if (ec) throw sim::UserError("cannot rename " + partial + " to " + path + ": " + ec.message());
 }
 
-namespace {
 
+uint64_t parse_seed(const std::string& text, const char* option) {
+  // Digits only: std::stoull would take "-1" as 2^64-1 and " 7" as 7.
+  const bool digits = !text.empty() && text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoull(text) > static_cast<uint64_t>(INT64_MAX)) {
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+      throw sim::UserError(std::string(option) + ": at most 9223372036854775807 (2^63-1), got \"" + text + "\"");
+    throw sim::UserError(std::string(option) + ": expected a non-negative integer, got \"" + text + "\"");
+  }
+  return std::stoull(text);
+}
+
+std::string unknown_subcommand(const std::string& word, const std::vector<std::string>& names) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string list, best;
+  size_t best_d = 3;  // suggest only within an edit distance of 2
+  size_t prefixed = 0;
+  std::string prefix_of;
+  for (const auto& n : names) {
+    list += (list.empty() ? "" : ", ") + n;
+    const size_t d = distance(word, n);
+    if (d < best_d) best_d = d, best = n;
+    if (word.size() >= 2 && n.rfind(word, 0) == 0) ++prefixed, prefix_of = n;
+  }
+  if (best.empty() && prefixed == 1) best = prefix_of;
+  std::string msg = "unknown subcommand '" + word + "' (subcommands: " + list;
+  if (!best.empty()) msg += "; did you mean '" + best + "'?";
+  return msg + ")";
+}
+
+namespace {
 
 void append_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::app);
@@ -126,9 +171,11 @@ int cmd_run(const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   // --seed goes into the document like a --set, so that --resolved records the seed actually used.
   std::vector<std::string> overrides = opt.overrides;
-  if (opt.seed) overrides.push_back("seed=" + std::to_string(*opt.seed));
+  std::optional<uint64_t> seed;
+  if (opt.seed) seed = parse_seed(*opt.seed, "--seed");
+  if (seed) overrides.push_back("seed=" + std::to_string(*seed));
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
-  if (opt.seed) sc.seed = *opt.seed;
+  if (seed) sc.seed = *seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
   check_output(opt.json, "--json");  // every output is checked before anything is simulated
   if (opt.resolved != "-") check_output(opt.resolved, "--resolved");
@@ -250,7 +297,7 @@ int cmd_run(const RunOptions& opt) {
 int cmd_faults(const FaultsOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   std::vector<std::string> overrides = opt.overrides;
-  if (opt.seed) overrides.push_back("seed=" + std::to_string(*opt.seed));
+  if (opt.seed) overrides.push_back("seed=" + std::to_string(parse_seed(*opt.seed, "--seed")));
   if (!opt.step_cache.empty()) overrides.push_back("workload.step_cache=" + opt.step_cache);
   wl::Scenario sc = bind_file(opt.scenario, overrides, true);
   if (sc.kind->name != "campaign")

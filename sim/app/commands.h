@@ -21,7 +21,7 @@ struct RunOptions {
   sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;  // empty: the built-in default
   std::vector<std::string> overrides;
-  std::optional<uint64_t> seed;
+  std::optional<std::string> seed;  // --seed as typed (parse_seed); none: the scenario's
   std::string trace;
   std::vector<uint32_t> trace_ranks;
   std::string json;
@@ -55,7 +55,7 @@ struct FaultsOptions {
   sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string scenario;
   std::vector<std::string> overrides;
-  std::optional<uint64_t> seed;
+  std::optional<std::string> seed;  // --seed as typed (parse_seed); none: the scenario's
   int64_t trials = 0;  // 0: the scenario's workload.trials
   int threads = 0;     // 0: every core
   std::string json;
@@ -106,6 +106,12 @@ struct SweepOptions {
 // whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was.
 void check_output(const std::string& path, const char* option);
 void write_output(const std::string& path, const std::string& text);
+// --seed's text as a seed (0 .. 2^63-1, the scenario's `seed` range); a UserError naming `option`
+// otherwise ("--seed: expected a non-negative integer, got \"-1\"").
+uint64_t parse_seed(const std::string& text, const char* option);
+// "unknown subcommand 'runn' (subcommands: run, topology, ...; did you mean 'run'?)": the
+// suggestion is the name nearest in edit distance (at most 2), or the one name `word` begins.
+std::string unknown_subcommand(const std::string& word, const std::vector<std::string>& names);
 
 int cmd_run(const RunOptions& opt);
 int cmd_calibrate(const CalibrateOptions& opt);

@@ -2,10 +2,12 @@
 // one clear line and exit status 2. Everything else lives in the subcommand files.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/app/commands.h"
 #include "sim/app/mpi_points.h"
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "Simulate one scenario (the built-in default when no file is given)");
   run_cmd->add_option("scenario", run.scenario, "Scenario YAML file");
   run_cmd->add_option("--set", run.overrides, "Override a scenario key: --set cluster.nodes=4 (repeatable)");
-  run_cmd->add_option("--seed", run.seed, "Random seed (overrides the scenario's `seed`)");
+  run_cmd->add_option("--seed", run.seed, "Random seed, 0 to 2^63-1 (overrides the scenario's `seed`)");
   run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
   run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
   run_cmd->add_option("--json", run.json, "Write results as JSON");
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
       "faults", "Fault-tolerance campaign: a training job over days to months under random failures (workload.kind: campaign)");
   faults_cmd->add_option("scenario", faults.scenario, "Campaign scenario YAML file")->required();
   faults_cmd->add_option("--set", faults.overrides, "Override a scenario key (repeatable)");
-  faults_cmd->add_option("--seed", faults.seed, "Random seed (overrides the scenario's `seed`)");
+  faults_cmd->add_option("--seed", faults.seed, "Random seed, 0 to 2^63-1 (overrides the scenario's `seed`)");
   faults_cmd->add_option("--trials", faults.trials, "Independent trials (default: the scenario's workload.trials)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   faults_cmd->add_option("--threads", faults.threads, "Trials run at once (default: every core); results do not depend on it")
@@ -135,6 +137,21 @@ int main(int argc, char** argv) {
                         "and sort them by the point column to merge)");
   sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "Print nothing but errors");
 
+  // The first word that is not an option names the subcommand: CLI11 would only say that one is
+  // required (or the word is not expected). -v and --log-level are the options before it.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--log-level") {
+      ++i;  // its value
+      continue;
+    }
+    if (!word.empty() && word[0] == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(c->get_name());
+    if (std::find(names.begin(), names.end(), word) != names.end()) break;
+    std::fprintf(stderr, "clustersim: error: %s\n", app::unknown_subcommand(word, names).c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1907,3 +1907,51 @@ TEST_F(CliLog, ABadLevelIsAOneLineError) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------
+// Usability: every bad input is one line naming it; "-" is stdout; counts read as English.
+
+namespace {
+
+TEST_F(CliErrors, SeedIsANonNegativeIntegerAndItsErrorsNameSeed) {
+  for (const char* bad : {"-1", "abc", "1.5", "7x"}) {
+    SCOPED_TRACE(bad);
+    CliResult r = run({"run", "--seed", bad, "-q"});
+    expect_one_error_line(r);
+    EXPECT_TRUE(contains(r.err, std::string("--seed: expected a non-negative integer, got \"") + bad + "\"")) << r.err;
+    EXPECT_FALSE(contains(r.err, "--set")) << r.err;
+  }
+  CliResult r = run({"run", "--seed", "99999999999999999999", "-q"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--seed: at most 9223372036854775807")) << r.err;
+  write_text(file("c.yaml"), small_campaign());
+  r = run({"faults", "c.yaml", "--seed", "-1"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--seed: expected a non-negative integer, got \"-1\"")) << r.err;
+  // The largest seed runs, and is the one recorded.
+  r = run({"run", "--seed", "9223372036854775807", "--check", "--resolved", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "seed: 9223372036854775807\n")) << r.out.substr(0, 300);
+}
+
+TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
+  CliResult r = run({"runn"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "unknown subcommand 'runn' (subcommands: run, topology, catalog, faults, replay, "
+                              "calibrate, validate, sweep; did you mean 'run'?)"))
+      << r.err;
+  r = run({"-v", "sweeep", "--axis", "a=1"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "unknown subcommand 'sweeep'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "did you mean 'sweep'?")) << r.err;
+  r = run({"--log-level", "info", "topo"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "did you mean 'topology'?")) << r.err;
+  r = run({"frobnicate"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "unknown subcommand 'frobnicate'")) << r.err;
+  EXPECT_FALSE(contains(r.err, "did you mean")) << r.err;
+  // A subcommand after the options before it still runs.
+  EXPECT_EQ(run({"--log-level", "warn", "catalog"}).status, 0);
+}
+
+}  // namespace
