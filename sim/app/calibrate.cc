@@ -48,6 +48,8 @@ std::string stats_text(const wl::ErrorStats& e) {
 
 int cmd_calibrate(const CalibrateOptions& opt) {
   if (opt.holdout == 1) throw sim::UserError("--holdout 1 would hold out every shape: give 0 (none) or N >= 2");
+  // An output to stdout ("-") is all that stdout holds: no report, as with --quiet.
+  const bool quiet = output_to_stdout({{opt.output, "--output"}, {opt.json, "--json"}, {opt.samples, "--samples"}}) || opt.quiet;
   check_output(opt.output, "--output");
   check_output(opt.json, "--json");
   check_output(opt.samples, "--samples");
@@ -128,7 +130,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     }
     write_output(opt.samples, f);
   }
-  if (!opt.quiet) {
+  if (!quiet) {
     std::printf("calibration of the %s profile from %zu trace(s): %zu kernel samples, %zu collectives\n", gpu.name.c_str(),
                 ranks.size(), samples.size(), colls.size());
     std::printf("held out: every %u-th distinct shape%s\n\n", opt.holdout,

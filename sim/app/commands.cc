@@ -31,7 +31,7 @@
 namespace app {
 
 void check_output(const std::string& path, const char* option) {
-  if (path.empty()) return;
+  if (path.empty() || path == "-") return;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw sim::UserError(std::string(option) + ": cannot write " + path + ": it is a directory");
@@ -44,6 +44,11 @@ void check_output(const std::string& path, const char* option) {
 }
 
 void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0) throw sim::UserError("error while writing to stdout");
+    return;
+  }
   const std::string partial = path + ".partial";
   {
     std::ofstream f(partial, std::ios::binary);
@@ -56,6 +61,20 @@ void write_output(const std::string& path, const std::string& text) {
   if (ec) throw sim::UserError("cannot rename " + partial + " to " + path + ": " + ec.message());
 }
 
+bool output_to_stdout(const std::vector<std::pair<std::string, const char*>>& outputs) {
+  const char* first = nullptr;
+  for (const auto& [path, option] : outputs) {
+    if (path != "-") continue;
+    if (first)
+      throw sim::UserError(std::string(option) + " -: " + first + " already writes to stdout ('-'); give one of them a file name");
+    first = option;
+  }
+  return first != nullptr;
+}
+
+void refuse_stdout(const std::string& path, const char* option, const char* why) {
+  if (path == "-") throw sim::UserError(std::string(option) + ": cannot write to stdout ('-'): " + why + "; give a file name");
+}
 
 uint64_t parse_seed(const std::string& text, const char* option) {
   // Digits only: std::stoull would take "-1" as 2^64-1 and " 7" as 7.
@@ -103,6 +122,10 @@ std::string unknown_subcommand(const std::string& word, const std::vector<std::s
 namespace {
 
 void append_file(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    write_output(path, text);
+    return;
+  }
   std::ofstream f(path, std::ios::binary | std::ios::app);
   if (!f) throw sim::UserError("cannot write " + path);
   f << text;
@@ -174,21 +197,22 @@ int cmd_run(const RunOptions& opt) {
   std::optional<uint64_t> seed;
   if (opt.seed) seed = parse_seed(*opt.seed, "--seed");
   if (seed) overrides.push_back("seed=" + std::to_string(*seed));
+  // An output to stdout ("-") is all that stdout holds: no report, as with --quiet.
+  const bool quiet = output_to_stdout({{opt.resolved, "--resolved"}, {opt.json, "--json"}, {opt.fingerprint, "--fingerprint"}}) || opt.quiet;
+  refuse_stdout(opt.trace, "--trace", "a trace is big, and gzip'ed when its name ends in .gz");
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
   if (seed) sc.seed = *seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
+  if (opt.trace.empty()) refuse_stdout(sc.trace, "output.trace", "a trace is big, and gzip'ed when its name ends in .gz");
   check_output(opt.json, "--json");  // every output is checked before anything is simulated
-  if (opt.resolved != "-") check_output(opt.resolved, "--resolved");
+  check_output(opt.resolved, "--resolved");
   check_output(opt.fingerprint, "--fingerprint");
   check_output(opt.trace.empty() ? sc.trace : opt.trace, opt.trace.empty() ? "output.trace" : "--trace");
-  if (opt.resolved == "-") {
-    std::fputs(sc.doc.resolved_yaml().c_str(), stdout);  // the scenario actually run, to copy and edit
-  } else if (!opt.resolved.empty()) {
-    write_output(opt.resolved, sc.doc.resolved_yaml());
-  }
+  // The scenario actually run ("-": printed), to copy and edit.
+  if (!opt.resolved.empty()) write_output(opt.resolved, sc.doc.resolved_yaml());
   if (opt.check) {
     wl::check_scenario(sc);
-    if (!opt.quiet)
+    if (!quiet)
       std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
                   std::string(sc.kind->name).c_str(), sc.topology->num_gpus());
     if (!opt.fingerprint.empty()) {
@@ -230,7 +254,7 @@ int cmd_run(const RunOptions& opt) {
     sim.observers().attach(trace.get());
   }
 
-  if (!opt.quiet) {
+  if (!quiet) {
     std::printf("clustersim: %s (seed %llu)\n", sc.name.c_str(), static_cast<unsigned long long>(sc.seed));
     std::printf("%s\n\n", sc.topology->describe().c_str());
   }
@@ -247,11 +271,11 @@ int cmd_run(const RunOptions& opt) {
     };
   }
   TerminalProgress progress;
-  if (show_progress(opt.quiet)) sim.set_progress(&progress);
+  if (show_progress(quiet)) sim.set_progress(&progress);
   wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
   progress.clear();
   const wl::JobResult& result = *out.result;
-  if (exported && !opt.quiet)
+  if (exported && !quiet)
     std::printf("Chakra traces written: %s.0.et .. %s.%u.et\n\n", opt.chakra.c_str(), opt.chakra.c_str(),
                 sc.topology->num_gpus() - 1);
   nlohmann::ordered_json j;
@@ -263,7 +287,7 @@ int cmd_run(const RunOptions& opt) {
     std::fprintf(stderr, "clustersim: %s\n", result.problem().c_str());
     return 3;
   }
-  if (!opt.quiet) std::fputs(result.summary().c_str(), stdout);
+  if (!quiet) std::fputs(result.summary().c_str(), stdout);
   result.to_json(j);
   if (fingerprint) {
     std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
@@ -272,7 +296,7 @@ int cmd_run(const RunOptions& opt) {
                                      " trace=" + fingerprint->summary() + "\n");
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!opt.quiet)
+  if (!quiet)
     std::printf("\n%llu events simulated in %.3f s of wall time (%llu sharing solves over %llu activities)\n",
                 static_cast<unsigned long long>(out.events), wall_s, static_cast<unsigned long long>(out.solves),
                 static_cast<unsigned long long>(out.solved_activities));
@@ -298,6 +322,7 @@ int cmd_faults(const FaultsOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   std::vector<std::string> overrides = opt.overrides;
   if (opt.seed) overrides.push_back("seed=" + std::to_string(parse_seed(*opt.seed, "--seed")));
+  refuse_stdout(opt.step_cache, "--step-cache", "the cache is read back and appended to");
   if (!opt.step_cache.empty()) overrides.push_back("workload.step_cache=" + opt.step_cache);
   wl::Scenario sc = bind_file(opt.scenario, overrides, true);
   if (sc.kind->name != "campaign")
@@ -325,7 +350,8 @@ int cmd_faults(const FaultsOptions& opt) {
       return texts;
     };
   }
-  const bool quiet = opt.quiet || !lead;
+  // --json - : the JSON is all that stdout holds (no report, as with --quiet).
+  const bool quiet = output_to_stdout({{opt.json, "--json"}}) || opt.quiet || !lead;
   const bool tty = show_progress(quiet);
   if (tty) {
     auto shown = std::make_shared<std::atomic<int64_t>>(-1);  // the last percent printed (trials run on threads)
@@ -365,9 +391,12 @@ int cmd_faults(const FaultsOptions& opt) {
 }
 
 int cmd_topology(const TopologyOptions& opt) {
+  // --dot - : the graph is all that stdout holds (no description).
+  const bool to_stdout = output_to_stdout({{opt.dot, "--dot"}});
   wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false, opt.max_memory);
   sc.doc.check_all_used_under("cluster");  // unknown cluster keys are errors, as in `run`
-  std::printf("%s\n", sc.topology->describe().c_str());
+  check_output(opt.dot, "--dot");
+  if (!to_stdout) std::printf("%s\n", sc.topology->describe().c_str());
   if (!opt.dot.empty()) write_output(opt.dot, sc.topology->to_dot());
   return 0;
 }

@@ -7,9 +7,10 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/simulation.h"
-#include <vector>
 
 namespace sim {
 class Log;
@@ -103,9 +104,17 @@ struct SweepOptions {
 };
 
 // Output files: checked writable before anything is simulated (naming the option), and written
-// whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was.
+// whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was. "-" is
+// stdout: always writable, written at once.
 void check_output(const std::string& path, const char* option);
 void write_output(const std::string& path, const std::string& text);
+// The outputs of one command as (path, option) pairs: true when one of them is "-" (stdout; the
+// command then prints no report, as with --quiet, so that stdout holds that output alone). A
+// UserError naming the options when two of them are "-".
+bool output_to_stdout(const std::vector<std::pair<std::string, const char*>>& outputs);
+// A UserError naming `option` when `path` is "-": outputs that cannot go to stdout (a trace,
+// gzip'ed or too big to read there; a file that is appended to or read back).
+void refuse_stdout(const std::string& path, const char* option, const char* why);
 // --seed's text as a seed (0 .. 2^63-1, the scenario's `seed` range); a UserError naming `option`
 // otherwise ("--seed: expected a non-negative integer, got \"-1\"").
 uint64_t parse_seed(const std::string& text, const char* option);

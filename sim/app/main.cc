@@ -40,13 +40,13 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Random seed, 0 to 2^63-1 (overrides the scenario's `seed`)");
   run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
   run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
-  run_cmd->add_option("--json", run.json, "Write results as JSON");
+  run_cmd->add_option("--json", run.json, "Write results as JSON (-: to stdout, and nothing else)");
   run_cmd->add_option("--max-memory", run.max_memory,
                       "Refuse a cluster whose model would need more memory than this (e.g. 8GiB; default: what the "
                       "system has available)");
-  run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in)");
+  run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in; -: to stdout, and nothing else)");
   run_cmd->add_option("--fingerprint", run.fingerprint,
-                      "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE");
+                      "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE (-: to stdout, and nothing else)");
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
   run_cmd->add_flag("--check", run.check, "Bind and check the scenario (every key and value), simulate nothing");
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   auto* topo_cmd = app.add_subcommand("topology", "Build a scenario's cluster, check it and describe it");
   topo_cmd->add_option("scenario", topo.scenario, "Scenario YAML file");
   topo_cmd->add_option("--set", topo.overrides, "Override a scenario key (repeatable)");
-  topo_cmd->add_option("--dot", topo.dot, "Write the network graph in Graphviz DOT");
+  topo_cmd->add_option("--dot", topo.dot, "Write the network graph in Graphviz DOT (-: to stdout, and nothing else)");
   topo_cmd->add_option("--max-memory", topo.max_memory, "Refuse a cluster whose model would need more memory than this");
 
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   faults_cmd->add_option("--threads", faults.threads, "Trials run at once (default: every core); results do not depend on it")
       ->check(CLI::Range(1, 1024));
-  faults_cmd->add_option("--json", faults.json, "Write results as JSON (scripts/plot_campaign.py draws them)");
+  faults_cmd->add_option("--json", faults.json, "Write results as JSON (scripts/plot_campaign.py draws them; -: to stdout, and nothing else)");
   faults_cmd->add_option("--step-cache", faults.step_cache, "File of cached step times (overrides workload.step_cache)");
   faults_cmd->add_flag("-q,--quiet", faults.quiet, "Print nothing but errors");
 
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--measured-on", replay.measured_on,
                          "Scenario of the cluster the traces were measured on: kernels are scaled to --cluster's GPU "
                          "through both hardware profiles (what-if)");
-  replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON");
+  replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON (-: to stdout, and nothing else)");
   replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
   replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");
 
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
       ->required();
   cal_cmd->add_option("--cluster", cal.cluster, "Scenario whose cluster the traces were measured on (its GPU, links)")
       ->required();
-  cal_cmd->add_option("-o,--output", cal.output, "Write the fitted profile here (load it with cluster.profile.file)")
+  cal_cmd->add_option("-o,--output", cal.output, "Write the fitted profile here (load it with cluster.profile.file; -: to stdout, and nothing else)")
       ->required();
   cal_cmd->add_option("--et", cal.execution_traces,
                       "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
@@ -108,16 +108,16 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("--test", cal.test, "Traces used only to test the fit (held-out ranks or runs)")->delimiter(',');
   cal_cmd->add_option("--holdout", cal.holdout, "Hold out every N-th distinct kernel shape to test the fit (0: none)")
       ->check(CLI::Range(0, 1000));
-  cal_cmd->add_option("--json", cal.json, "Write the fit and its errors as JSON");
-  cal_cmd->add_option("--samples", cal.samples, "Write every kernel sample as CSV: measured and predicted times");
+  cal_cmd->add_option("--json", cal.json, "Write the fit and its errors as JSON (-: to stdout, and nothing else)");
+  cal_cmd->add_option("--samples", cal.samples, "Write every kernel sample as CSV: measured and predicted times (-: to stdout, and nothing else)");
   cal_cmd->add_flag("-q,--quiet", cal.quiet, "Print nothing but errors");
 
   auto* val_cmd =
       app.add_subcommand("validate", "Predicted vs published training throughput (Megatron SC'21, Llama 3)");
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
       ->check(CLI::IsMember({"megatron", "llama3", "all"}));
-  val_cmd->add_option("--json", val.json, "Write the results as JSON");
-  val_cmd->add_option("--fingerprint", val.fingerprint, "Write one golden fingerprint line per row to FILE");
+  val_cmd->add_option("--json", val.json, "Write the results as JSON (-: to stdout, and nothing else)");
+  val_cmd->add_option("--fingerprint", val.fingerprint, "Write one golden fingerprint line per row to FILE (-: to stdout, and nothing else)");
   val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::Range(1, 256));
 
   app::SweepOptions sweep;
@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--axis", sweep.axes, "KEY=V1,V2,...: one axis of the grid (repeatable; the first outermost)")
       ->required();
   sweep_cmd->add_option("--set", sweep.overrides, "Override a scenario key at every point (repeatable)");
-  sweep_cmd->add_option("--csv", sweep.csv, "Write one row per point as CSV");
-  sweep_cmd->add_option("--json", sweep.json, "Write every point's result as JSON");
+  sweep_cmd->add_option("--csv", sweep.csv, "Write one row per point as CSV (-: to stdout, and nothing else)");
+  sweep_cmd->add_option("--json", sweep.json, "Write every point's result as JSON (-: to stdout, and nothing else)");
   sweep_cmd->add_option("--threads", sweep.threads, "Points run at once (default: every core); rows do not depend on it")
       ->check(CLI::Range(1, 1024));
   sweep_cmd->add_option("--max-memory", sweep.max_memory, "Refuse clusters whose model would need more memory than this");

@@ -72,6 +72,9 @@ traces::KernelScaling kernel_scaling(const topo::GpuSpec& sg, const topo::Hardwa
 }  // namespace
 
 int cmd_replay(const ReplayOptions& opt) {
+  refuse_stdout(opt.trace, "--trace", "a trace is big, and gzip'ed when its name ends in .gz");
+  // --json - : the JSON is all that stdout holds (no report, as with --quiet).
+  const bool quiet = output_to_stdout({{opt.json, "--json"}}) || opt.quiet;
   check_output(opt.json, "--json");
   check_output(opt.trace, "--trace");
   const bool chakra = traces::is_chakra_path(opt.traces.front());
@@ -156,7 +159,7 @@ int cmd_replay(const ReplayOptions& opt) {
   }
   nlohmann::ordered_json j;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  if (!opt.quiet) {
+  if (!quiet) {
     if (chakra) {
       std::printf("replay of %u Chakra trace(s), collectives simulated on %s\n\n", world,
                   sc ? ("the cluster of " + opt.cluster).c_str() : "one H100 NVSwitch node (--cluster to choose)");
@@ -188,9 +191,9 @@ int cmd_replay(const ReplayOptions& opt) {
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
-    if (!opt.quiet && chakra)
+    if (!quiet && chakra)
       std::printf("  %4u  %14s  %14.6f  %8s  %12s  %s\n", r, "-", sim_s * 1e3, "-", "-", ranks[r].file.c_str());
-    else if (!opt.quiet)
+    else if (!quiet)
       std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %9.3f ms  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
                   rp.exposed_comm_s[r] * 1e3, ranks[r].file.c_str());
     nlohmann::ordered_json row;
@@ -213,7 +216,7 @@ int cmd_replay(const ReplayOptions& opt) {
     row["critical_path"] = cj;
     rows.push_back(row);
   }
-  if (!opt.quiet) {
+  if (!quiet) {
     // Why each rank ended when it did (workloads/program/critical_path.h).
     std::printf("\ncritical path per rank, from the job's first activity (ms): op time on the path by category,\n"
                 "gaps where no op on it ran, and the share of the path spent on other ranks' ops\n");

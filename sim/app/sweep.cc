@@ -111,6 +111,8 @@ int cmd_sweep(const SweepOptions& opt) {
     }
     if (!ok) throw sim::UserError("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got \"" + opt.shard + "\"");
   }
+  // An output to stdout ("-") is all that stdout holds: no table, as with --quiet.
+  const bool quiet = output_to_stdout({{opt.csv, "--csv"}, {opt.json, "--json"}}) || opt.quiet;
   check_output(opt.csv, "--csv");
   check_output(opt.json, "--json");
 
@@ -125,7 +127,7 @@ int cmd_sweep(const SweepOptions& opt) {
   for (size_t i = shard; i < points; i += shards) mine.push_back(i);
   std::vector<Row> rows(mine.size());
   TerminalProgress progress;
-  const bool tty = show_progress(opt.quiet) && mpi_rank() == 0;
+  const bool tty = show_progress(quiet) && mpi_rank() == 0;
   std::atomic<size_t> done{0};
   // One point, from its overrides to its row (its fields are flattened by the caller).
   auto run_point = [&](size_t i, Row& row) {
@@ -244,7 +246,7 @@ int cmd_sweep(const SweepOptions& opt) {
     j["points"] = pts;
     write_output(opt.json, j.dump(2) + "\n");
   }
-  if (!opt.quiet) {
+  if (!quiet) {
     std::printf("sweep: %zu points over %zu axes", points, axes.size());
     if (shards > 1) std::printf(" (shard %zu/%zu: %zu of them)", shard, shards, mine.size());
     if (mpi_size() > 1) std::printf(" on %d MPI ranks (%d running points)", mpi_size(), mpi_size() - 1);

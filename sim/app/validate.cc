@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,15 @@ std::string memory_label(const wl::RowResult& r) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "+%.1fGiB", (r.peak_memory_bytes - r.step.capacity_bytes) / (1ull << 30));
   return buf;
+}
+
+// printf to stdout when `on`.
+__attribute__((format(printf, 2, 3))) void print(bool on, const char* fmt, ...) {
+  if (!on) return;
+  va_list args;
+  va_start(args, fmt);
+  std::vprintf(fmt, args);
+  va_end(args);
 }
 
 nlohmann::ordered_json row_json(const wl::RowResult& r) {
@@ -78,6 +88,8 @@ int cmd_validate(const ValidateOptions& opt) {
   if (opt.rows != "megatron" && opt.rows != "llama3" && opt.rows != "all")
     throw sim::UserError("--rows must be megatron, llama3 or all, got \"" + opt.rows + "\"");
   if (opt.threads < 1) throw sim::UserError("--threads must be >= 1, got " + std::to_string(opt.threads));
+  // An output to stdout ("-") is all that stdout holds: no table.
+  const bool quiet = output_to_stdout({{opt.json, "--json"}, {opt.fingerprint, "--fingerprint"}});
   check_output(opt.json, "--json");  // before the rows are simulated
   check_output(opt.fingerprint, "--fingerprint");
   std::vector<wl::PublishedRow> rows;
@@ -89,26 +101,27 @@ int cmd_validate(const ValidateOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   TerminalProgress progress;
   std::function<void(size_t, size_t)> on_row;
-  if (show_progress(false)) on_row = [&progress](size_t done, size_t total) { progress.count("validation rows", done, total); };
+  if (show_progress(quiet)) on_row = [&progress](size_t done, size_t total) { progress.count("validation rows", done, total); };
   auto results = wl::run_validation(rows, opt.threads, !opt.fingerprint.empty(), on_row);
   progress.clear();
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
-  std::printf("validation: predicted vs published training throughput (tolerance %.0f %%)\n",
-              wl::kValidationTolerance * 100);
+  // The table goes to stdout unless an output does (--json - or --fingerprint -).
+  const bool table = !quiet;
+  print(table, "validation: predicted vs published training throughput (tolerance %.0f %%)\n", wl::kValidationTolerance * 100);
   for (auto src : {wl::PublishedSource::kMegatronSc21, wl::PublishedSource::kLlama3}) {
     bool used = false;
     for (const auto& r : rows) used = used || r.source == src;
-    if (used) std::printf("  %s\n", wl::describe_source_setup(src).c_str());
+    if (used) print(table, "  %s\n", wl::describe_source_setup(src).c_str());
   }
-  std::printf("\n%-22s %6s %-11s %3s %9s %9s %9s %8s %15s %6s %-9s %s\n", "row", "GPUs", "TP/CP/PP/DP", "v", "step s",
+  print(table, "\n%-22s %6s %-11s %3s %9s %9s %9s %8s %15s %6s %-9s %s\n", "row", "GPUs", "TP/CP/PP/DP", "v", "step s",
               "pred TF", "pub TF", "error %", "MFU pred/pub %", "within", "memory", "breakdown (mean, % of step)");
   std::vector<std::string> failing;
   double sum_abs = 0;
   int counted = 0, within = 0;
   for (const auto& r : results) {
     if (!r.failure.empty()) {
-      std::printf("%-22s %6lld %-11s  FAILED: %s\n", std::string(r.row.id).c_str(), static_cast<long long>(r.row.gpus),
+      print(table, "%-22s %6lld %-11s  FAILED: %s\n", std::string(r.row.id).c_str(), static_cast<long long>(r.row.gpus),
                   parallel_shape(r.row).c_str(), r.failure.c_str());
       failing.push_back(std::string(r.row.id) + " (simulation failed)");
       continue;
@@ -117,7 +130,7 @@ int cmd_validate(const ValidateOptions& opt) {
     auto pct = [&](double v) { return v / r.step_time_s * 100; };
     double comm = 0;
     for (double e : b.exposed) comm += e;
-    std::printf(
+    print(table,
         "%-22s %6lld %-11s %3lld %9.3f %9.1f %9.1f %+8.1f %7.1f / %-5.1f %6s %-9s compute %.0f, bubble %.0f, comm "
         "%.0f, opt %.1f, host %.1f\n",
         std::string(r.row.id).c_str(), static_cast<long long>(r.row.gpus), parallel_shape(r.row).c_str(),
@@ -133,8 +146,8 @@ int cmd_validate(const ValidateOptions& opt) {
                         std::to_string(static_cast<int>(std::lround(r.relative_error * 100))) + " %)");
   }
   for (const auto& r : rows)
-    if (!r.note.empty()) std::printf("  note (%s): %s\n", std::string(r.id).c_str(), std::string(r.note).c_str());
-  std::printf("\n%d of %zu rows within %.0f %%; mean |error| %.1f %%\n", within, results.size(),
+    if (!r.note.empty()) print(table, "  note (%s): %s\n", std::string(r.id).c_str(), std::string(r.note).c_str());
+  print(table, "\n%d of %zu rows within %.0f %%; mean |error| %.1f %%\n", within, results.size(),
               wl::kValidationTolerance * 100, counted > 0 ? sum_abs / counted * 100 : 0.0);
   // Timing goes to stderr so that stdout is the same on every run.
   std::fflush(stdout);

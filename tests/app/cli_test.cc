@@ -1912,6 +1912,71 @@ TEST_F(CliLog, ABadLevelIsAOneLineError) {
 
 namespace {
 
+// The DLRM sample's profiler trace of rank 0 and its cluster.
+struct DlrmSample {
+  std::string rank0, cluster;
+};
+DlrmSample dlrm_sample() {
+  const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
+  std::vector<std::string> kineto;
+  for (const auto& e : fs::directory_iterator(d))
+    if (e.path().string().find(".pt.trace.json.gz") != std::string::npos) kineto.push_back(e.path().string());
+  std::sort(kineto.begin(), kineto.end());
+  return {kineto.empty() ? std::string() : kineto[0], (d / "dgx1-v100.yaml").string()};
+}
+
+TEST_F(CliErrors, DashWritesAnOutputToStdoutAndNothingElse) {
+  // run --json -: stdout holds the JSON alone, the bytes --json FILE writes; no file named "-".
+  CliResult r = run({"run", "--json", "-", "--reproducible"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(json::parse(r.out, nullptr, false).is_discarded()) << r.out.substr(0, 300);
+  EXPECT_FALSE(fs::exists(file("-")));
+  ASSERT_EQ(run({"run", "--json", "a.json", "--reproducible", "-q"}).status, 0);
+  EXPECT_EQ(r.out, read_text(file("a.json")));
+  // sweep --csv - and --json -.
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--csv", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("point,workload.parallelism.tp,status,error,", 0), 0u) << r.out.substr(0, 300);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json s = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << r.out.substr(0, 300);
+  EXPECT_EQ(s["points"].size(), 1u);
+  // topology --dot -: the graph alone.
+  r = run({"topology", "--dot", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("digraph", 0), 0u) << r.out.substr(0, 200);
+  // faults, replay and calibrate.
+  write_text(file("c.yaml"), small_campaign());
+  r = run({"faults", "c.yaml", "--trials", "4", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(json::parse(r.out, nullptr, false).is_discarded()) << r.out.substr(0, 300);
+  const DlrmSample d = dlrm_sample();
+  r = run({"replay", d.rank0, "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(json::parse(r.out, nullptr, false).is_discarded()) << r.out.substr(0, 300);
+  r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("# Hardware profile fitted by `clustersim calibrate`", 0), 0u) << r.out.substr(0, 300);
+  EXPECT_FALSE(contains(r.out, "wrote")) << r.out;
+  EXPECT_FALSE(fs::exists(file("-")));
+  // One output at a time, and never a trace.
+  r = run({"run", "--json", "-", "--resolved", "-"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--json -: --resolved already writes to stdout")) << r.err;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--csv", "-", "--json", "-"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--json -: --csv already writes to stdout")) << r.err;
+  r = run({"run", "--trace", "-"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--trace: cannot write to stdout ('-')")) << r.err;
+  r = run({"replay", d.rank0, "--trace", "-"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--trace: cannot write to stdout ('-')")) << r.err;
+  EXPECT_FALSE(fs::exists(file("-")));
+}
+
 TEST_F(CliErrors, SeedIsANonNegativeIntegerAndItsErrorsNameSeed) {
   for (const char* bad : {"-1", "abc", "1.5", "7x"}) {
     SCOPED_TRACE(bad);
