@@ -84,6 +84,28 @@ std::string csv_cell(const std::string& s) {
 
 std::string cell_text(const nlohmann::ordered_json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// The axis a binding error is about, when it names one as its --set location ("--set KEY: ...",
+// "--set KEY=VALUE: ..." for an override that does not apply); axes.size() otherwise.
+size_t axis_of(const std::string& msg, const std::vector<Axis>& axes) {
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const std::string at = "--set " + axes[k].key;
+    if (msg.rfind(at, 0) == 0 && msg.size() > at.size() && (msg[at.size()] == ':' || msg[at.size()] == '='))
+      return k;
+  }
+  return axes.size();
+}
+
+// The error with "--axis" in place of the "--set" the overrides of a point are given as.
+std::string as_axis_error(const std::string& msg) { return "--axis" + msg.substr(5); }
+
+// An error about a value whatever the other keys: its type or units (the typed getters'
+// "expected ...", "bad ...", "integer out of range"), as opposed to a combination the scenario
+// refuses at some points only (a layout that does not divide the GPUs).
+bool type_error(const std::string& msg) {
+  return msg.find(": expected ") != std::string::npos || msg.find(": bad ") != std::string::npos ||
+         msg.find(": integer out of range") != std::string::npos;
+}
+
 }  // namespace
 
 int cmd_sweep(const SweepOptions& opt) {
@@ -115,6 +137,62 @@ int cmd_sweep(const SweepOptions& opt) {
   const bool quiet = output_to_stdout({{opt.csv, "--csv"}, {opt.json, "--json"}}) || opt.quiet;
   check_output(opt.csv, "--csv");
   check_output(opt.json, "--json");
+  const uint64_t max_memory = max_memory_bytes(opt.max_memory);
+  // One point's scenario, bound (not run): the --set overrides, then each axis's value.
+  auto load = [&] {
+    return opt.scenario.empty() ? sim::ConfigDoc::load_string(default_scenario_yaml(), "<default scenario>")
+                                : sim::ConfigDoc::load_file(opt.scenario);
+  };
+  load();  // a missing or malformed file is an error, not a row per point
+  auto bind = [&](const std::vector<std::string>& values) {
+    sim::ConfigDoc doc = load();
+    for (const auto& o : opt.overrides) doc.apply_override(o);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      try {
+        doc.apply_override(axes[k].key + "=" + values[k]);
+      } catch (const sim::ConfigError& e) {
+        throw sim::ConfigError(as_axis_error(e.what()));  // a bad YAML value, a path through a scalar
+      }
+    }
+    return wl::bind_scenario(std::move(doc), opt.scenario.empty() ? "default" : opt.scenario, true, max_memory);
+  };
+  {
+    // Before the grid runs, as `run --set` would: the first point, and each other value of each
+    // axis with the others at their first. An axis key the scenario does not know (at none of these
+    // points that bind) or a value of the wrong type is an error naming the axis; any other unknown
+    // key is one at the first point (as in `run`); other refusals are the rows' to report.
+    std::vector<std::string> first;
+    for (const auto& a : axes) first.push_back(a.values[0]);
+    std::vector<std::string> unknown(axes.size());  // the unknown-key error naming axis k, if any
+    std::vector<bool> known(axes.size(), false);    // axis k's key was read at a point that bound
+    for (size_t k = 0; k < axes.size(); ++k) {
+      for (size_t v = k == 0 ? 0 : 1; v < axes[k].values.size(); ++v) {
+        std::vector<std::string> values = first;
+        values[k] = axes[k].values[v];
+        const bool first_point = v == 0;
+        try {
+          wl::Scenario sc = bind(values);
+          sc.doc.check_all_used();
+          known.assign(axes.size(), true);
+        } catch (const sim::ConfigError& e) {
+          const std::string msg = e.what();
+          const size_t a = axis_of(msg, axes);
+          if (msg.rfind("--axis ", 0) == 0) {
+            throw;  // the value does not apply as an override
+          } else if (msg.find(": unknown key") != std::string::npos) {
+            if (a < axes.size()) unknown[a] = msg;
+            else if (first_point) throw;  // a --set or scenario key nobody reads: every point's error
+          } else if (a < axes.size() && type_error(msg)) {
+            throw sim::UserError(as_axis_error(msg));
+          }
+        } catch (const std::exception&) {
+          // Not the axes' own fault (e.g. a cluster too big for memory): the rows will say.
+        }
+      }
+    }
+    for (size_t k = 0; k < axes.size(); ++k)
+      if (!unknown[k].empty() && !known[k]) throw sim::UserError(as_axis_error(unknown[k]));
+  }
 
   // Point i's value index along axis k: the first axis outermost.
   auto value_of = [&](size_t i, size_t k) -> const std::string& {
@@ -132,14 +210,9 @@ int cmd_sweep(const SweepOptions& opt) {
   // One point, from its overrides to its row (its fields are flattened by the caller).
   auto run_point = [&](size_t i, Row& row) {
     try {
-      std::vector<std::string> overrides = opt.overrides;
-      for (size_t k = 0; k < axes.size(); ++k) overrides.push_back(axes[k].key + "=" + value_of(i, k));
-      sim::ConfigDoc doc = opt.scenario.empty()
-                               ? sim::ConfigDoc::load_string(default_scenario_yaml(), "<default scenario>")
-                               : sim::ConfigDoc::load_file(opt.scenario);
-      for (const auto& o : overrides) doc.apply_override(o);
-      wl::Scenario sc = wl::bind_scenario(std::move(doc), opt.scenario.empty() ? "default" : opt.scenario, true,
-                                          max_memory_bytes(opt.max_memory));
+      std::vector<std::string> values;
+      for (size_t k = 0; k < axes.size(); ++k) values.push_back(value_of(i, k));
+      wl::Scenario sc = bind(values);
       sc.doc.check_all_used();
       sim::Simulation sim(sc.seed);
       sim.set_log(opt.log);
@@ -246,17 +319,30 @@ int cmd_sweep(const SweepOptions& opt) {
     j["points"] = pts;
     write_output(opt.json, j.dump(2) + "\n");
   }
+  size_t ok = 0, refused = 0;
+  for (const Row& row : rows) {
+    ok += row.status == "ok";
+    refused += row.status == "error";
+  }
   if (!quiet) {
-    std::printf("sweep: %zu points over %zu axes", points, axes.size());
+    std::printf("sweep: %s over %s", count_noun(points, "point", "points").c_str(),
+                count_noun(axes.size(), "axis", "axes").c_str());
     if (shards > 1) std::printf(" (shard %zu/%zu: %zu of them)", shard, shards, mine.size());
-    if (mpi_size() > 1) std::printf(" on %d MPI ranks (%d running points)", mpi_size(), mpi_size() - 1);
+    if (mpi_size() > 1)
+      std::printf(" on %d MPI ranks (%d %s points)", mpi_size(), mpi_size() - 1, mpi_size() - 1 == 1 ? "runs" : "run");
     std::printf("\n\n");
-    for (const auto& a : axes) std::printf("%-28s ", a.key.c_str());
+    // Each axis's column as wide as its key or its widest value, at least 28, and two spaces apart.
+    std::vector<int> width;
+    for (const auto& a : axes) {
+      size_t w = std::max<size_t>(28, a.key.size());
+      for (const auto& v : a.values) w = std::max(w, v.size());
+      width.push_back(static_cast<int>(w));
+    }
+    for (size_t k = 0; k < axes.size(); ++k) std::printf("%-*s  ", width[k], axes[k].key.c_str());
     std::printf("%-8s %12s %8s  %s\n", "status", "step s", "MFU %", "error");
-    size_t ok = 0;
     for (size_t n = 0; n < mine.size(); ++n) {
       const size_t i = mine[n];
-      for (size_t k = 0; k < axes.size(); ++k) std::printf("%-28s ", value_of(i, k).c_str());
+      for (size_t k = 0; k < axes.size(); ++k) std::printf("%-*s  ", width[k], value_of(i, k).c_str());
       const auto& r = rows[n].result;
       char step[32] = "";
       if (r.contains("step_time_s") && r["step_time_s"].is_number())
@@ -266,9 +352,28 @@ int cmd_sweep(const SweepOptions& opt) {
       std::string err = rows[n].error;
       if (err.size() > 100) err = err.substr(0, 97) + "...";
       std::printf("%-8s %12s %8s  %s\n", rows[n].status.c_str(), step, mfu, err.c_str());
-      ok += rows[n].status == "ok";
     }
-    std::printf("\n%zu of %zu points ran; the others' rows say why\n", ok, mine.size());
+    if (ok == mine.size())
+      std::printf("\n%s\n", mine.size() == 1   ? "the point ran"
+                             : mine.size() == 2 ? "both points ran"
+                                                : ("all " + std::to_string(ok) + " points ran").c_str());
+    else if (ok == 0)
+      std::printf("\nnone of the %s ran; %s why\n", count_noun(mine.size(), "point", "points").c_str(),
+                  mine.size() == 1 ? "its row says" : "their rows say");
+    else
+      std::printf("\n%zu of %zu points ran; the %s why\n", ok, mine.size(),
+                  mine.size() - ok == 1 ? "other's row says" : "others' rows say");
+  }
+  if (ok == 0 && !mine.empty()) {
+    // Nothing ran: an error for scripts too, even with --quiet. Status 2 when the scenario refused
+    // every point (bad input, as for `run`), 3 when some could not finish.
+    std::fflush(stdout);
+    std::string first = rows[0].error.substr(0, rows[0].error.find('\n'));
+    if (first.size() > 200) first = first.substr(0, 197) + "...";
+    std::fprintf(stderr, "clustersim: error: sweep: none of the %s ran (%zu refused, %zu failed or aborted); point %zu: %s\n",
+                 count_noun(mine.size(), "point", "points").c_str(), refused, mine.size() - refused, mine[0],
+                 first.c_str());
+    return refused == mine.size() ? 2 : 3;
   }
   return 0;
 }
