@@ -1925,6 +1925,74 @@ DlrmSample dlrm_sample() {
   return {kineto.empty() ? std::string() : kineto[0], (d / "dgx1-v100.yaml").string()};
 }
 
+TEST_F(CliSweep, AnAxisKeyTheScenarioDoesNotKnowOrAValueOfTheWrongTypeIsRefusedBeforeTheGrid) {
+  // Before: every point ran and its row said "unknown key", and the sweep exited 0.
+  CliResult r = run({"sweep", "--axis", "workload.parallelism.tpp=1,2", "-q", "--csv", "s.csv"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--axis workload.parallelism.tpp: unknown key (known here: ")) << r.err;
+  EXPECT_FALSE(fs::exists(file("s.csv"))) << "refused before the grid ran";
+  // A value of the wrong type, not the first of a later axis.
+  r = run({"sweep", "--axis", "workload.parallelism.pp=4", "--axis", "workload.parallelism.tp=8,x", "-q"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--axis workload.parallelism.tp: expected an integer, got \"x\"")) << r.err;
+  r = run({"sweep", "--axis", "cluster.scale_out.nic_bandwidth=400Gbps,fast", "-q"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--axis cluster.scale_out.nic_bandwidth: bad bandwidth \"fast\"")) << r.err;
+  // A value that is not YAML.
+  r = run({"sweep", "--axis", "workload.parallelism.tp=[1", "-q"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--axis workload.parallelism.tp=[1: bad value")) << r.err;
+  // A --set key nobody reads, as `run --set` says it.
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--set", "cluster.nodez=2", "-q"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--set cluster.nodez: unknown key")) << r.err;
+  // A layout refused at some points only is those points' rows: tp 1 x pp 4 x dp 2 is 8 ranks
+  // for the 64 GPUs, tp 8 x pp 4 x dp 2 the default scenario.
+  r = run({"sweep", "--axis", "workload.parallelism.tp=1,8", "--axis", "workload.parallelism.pp=4"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\n1 of 2 points ran; the other's row says why\n")) << r.out;
+}
+
+TEST_F(CliSweep, ASweepWhereNoPointRanExitsNonZeroWithOneLine) {
+  // tp x pp x dp = 1 x 1 x 2 and 2 x 1 x 2 ranks: never the default cluster's 64 GPUs.
+  const std::vector<std::string> args = {"sweep", "--axis", "workload.parallelism.tp=1,2", "--axis",
+                                         "workload.parallelism.pp=1", "--csv", "s.csv"};
+  std::vector<std::string> quiet = args;
+  quiet.push_back("-q");
+  CliResult r = run(quiet);
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "sweep: none of the 2 points ran (2 refused, 0 failed or aborted); point 0: ")) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::string csv = read_text(file("s.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "the rows still say why: " << csv;
+  r = run(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(contains(r.out, "\nnone of the 2 points ran; their rows say why\n")) << r.out;
+}
+
+TEST_F(CliSweep, TheTableKeepsItsColumnsApartAndCountsReadAsEnglish) {
+  CliResult r = run({"sweep", "--axis", "workload.parallelism.sequence_parallel=true,false"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "sweep: 2 points over 1 axis\n")) << r.out;
+  // An axis key longer than the column: its own width, two spaces before the next column.
+  std::istringstream lines(r.out);
+  std::string line, header;
+  std::vector<std::string> rows;
+  while (std::getline(lines, line)) {
+    if (line.rfind("workload.parallelism.sequence_parallel", 0) == 0) header = line;
+    if (line.rfind("true ", 0) == 0 || line.rfind("false ", 0) == 0) rows.push_back(line);
+  }
+  EXPECT_TRUE(contains(header, "workload.parallelism.sequence_parallel  status")) << r.out;
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  for (const auto& row : rows) EXPECT_EQ(row.find("ok"), header.find("status")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nboth points ran\n")) << r.out;
+  EXPECT_FALSE(contains(r.out, "others")) << r.out;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--axis", "workload.parallelism.pp=4"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "sweep: 1 point over 2 axes\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\nthe point ran\n")) << r.out;
+}
+
 TEST_F(CliErrors, DashWritesAnOutputToStdoutAndNothingElse) {
   // run --json -: stdout holds the JSON alone, the bytes --json FILE writes; no file named "-".
   CliResult r = run({"run", "--json", "-", "--reproducible"});
