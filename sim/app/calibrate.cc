@@ -37,6 +37,13 @@ nlohmann::ordered_json stats_json(const wl::ErrorStats& e) {
   return j;
 }
 
+// 2nd, 3rd, 4th, 11th, 21st.
+std::string ordinal(uint32_t n) {
+  const uint32_t tens = n % 100, ones = n % 10;
+  const char* suffix = tens >= 11 && tens <= 13 ? "th" : ones == 1 ? "st" : ones == 2 ? "nd" : ones == 3 ? "rd" : "th";
+  return std::to_string(n) + suffix;
+}
+
 std::string stats_text(const wl::ErrorStats& e) {
   if (e.n == 0) return "-";
   char buf[64];
@@ -133,8 +140,12 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   if (!quiet) {
     std::printf("calibration of the %s profile from %zu trace(s): %zu kernel samples, %zu collectives\n", gpu.name.c_str(),
                 ranks.size(), samples.size(), colls.size());
-    std::printf("held out: every %u-th distinct shape%s\n\n", opt.holdout,
-                opt.test.empty() ? "" : ", and every kernel of the --test traces");
+    if (opt.holdout == 0)
+      std::printf("held out: %s\n\n", opt.test.empty() ? "nothing (--holdout 0): no held-out errors"
+                                                        : "every kernel of the --test traces (no shape: --holdout 0)");
+    else
+      std::printf("held out: every %s distinct shape%s\n\n", ordinal(opt.holdout).c_str(),
+                  opt.test.empty() ? "" : ", and every kernel of the --test traces");
     std::printf("  %-13s %7s %10s %10s   %-22s %-22s %-22s\n", "class", "shapes", "efficiency", "latency*",
                 "fitted: median p90", "held out: median p90", "held out, before");
     auto label = [](const wl::ClassFit& f) {

@@ -234,7 +234,7 @@ int cmd_run(const RunOptions& opt) {
   std::vector<uint32_t> ranks;
   if (!trace_path.empty() || !opt.fingerprint.empty()) {
     ranks = !opt.trace_ranks.empty() ? opt.trace_ranks : sc.trace_ranks;
-    if (ranks.empty()) ranks = sc.job->default_trace_ranks();  // one per distinct program
+    if (ranks.empty()) ranks = sc.job->default_trace_ranks();  // a training step: one per pipeline stage
     if (ranks.empty())
       for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) ranks.push_back(g);
     for (uint32_t r : ranks) {

@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--set", run.overrides, "Override a scenario key: --set cluster.nodes=4 (repeatable)");
   run_cmd->add_option("--seed", run.seed, "Random seed, 0 to 2^63-1 (overrides the scenario's `seed`)");
   run_cmd->add_option("--trace", run.trace, "Write a Chrome trace (open in Perfetto); .gz compresses");
-  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Ranks to include in the trace (default: the scenario's, else the first 16)")->delimiter(',');
+  run_cmd->add_option("--trace-ranks", run.trace_ranks,
+                      "Ranks to include in the trace (default: output.trace_ranks, else for a training step the first "
+                      "rank of each pipeline stage, else ranks 0-15)")
+      ->delimiter(',');
   run_cmd->add_option("--json", run.json, "Write results as JSON (-: to stdout, and nothing else)");
   run_cmd->add_option("--max-memory", run.max_memory,
                       "Refuse a cluster whose model would need more memory than this (e.g. 8GiB; default: what the "
@@ -85,7 +88,9 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--et", replay.execution_traces,
                          "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
       ->delimiter(',');
-  replay_cmd->add_option("--cluster", replay.cluster, "Simulate the collectives on this scenario's cluster (needs --et)");
+  replay_cmd->add_option("--cluster", replay.cluster,
+                         "Simulate the collectives on this scenario's cluster: profiler traces at the sizes --et gives, "
+                         "else those the traces record; Chakra traces (default: one H100 NVSwitch node)");
   replay_cmd->add_option("--measured-on", replay.measured_on,
                          "Scenario of the cluster the traces were measured on: kernels are scaled to --cluster's GPU "
                          "through both hardware profiles (what-if)");
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
                       "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
       ->delimiter(',');
   cal_cmd->add_option("--test", cal.test, "Traces used only to test the fit (held-out ranks or runs)")->delimiter(',');
-  cal_cmd->add_option("--holdout", cal.holdout, "Hold out every N-th distinct kernel shape to test the fit (0: none)")
+  cal_cmd->add_option("--holdout", cal.holdout, "Hold out every N-th distinct kernel shape to test the fit (default 4; 0: none)")
       ->check(CLI::Range(0, 1000));
   cal_cmd->add_option("--json", cal.json, "Write the fit and its errors as JSON (-: to stdout, and nothing else)");
   cal_cmd->add_option("--samples", cal.samples, "Write every kernel sample as CSV: measured and predicted times (-: to stdout, and nothing else)");

@@ -2087,4 +2087,36 @@ TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
   EXPECT_EQ(run({"--log-level", "warn", "catalog"}).status, 0);
 }
 
+TEST_F(CliReplay, CalibrateHoldoutZeroHoldsNoShapeOutAndSaysSo) {
+  const DlrmSample d = dlrm_sample();
+  CliResult r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml", "--holdout", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "held out: nothing (--holdout 0)")) << r.out;
+  EXPECT_FALSE(contains(r.out, "0-th")) << r.out;
+  r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml", "--holdout", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "held out: every 3rd distinct shape\n")) << r.out;
+  r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "held out: every 4th distinct shape\n")) << r.out;
+  r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml", "--holdout", "1"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--holdout 1")) << r.err;
+}
+
+TEST_F(CliSubcommands, HelpSaysWhenReplayUsesClusterAndWhatTraceRanksDefaultsTo) {
+  // replay --cluster works without --et: Chakra traces, and profiler traces that record sizes.
+  CliResult r = run({"replay", "--help"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "needs --et")) << r.out;
+  EXPECT_TRUE(contains(r.out, "at the sizes --et gives, else those the traces record; Chakra traces")) << r.out;
+  // --trace-ranks: what run does (the training kind's default_trace_ranks, else ranks 0-15), in
+  // the help and in the README alike.
+  const std::string said = "else for a training step the first rank of each pipeline stage, else ranks 0-15";
+  r = run({"run", "--help"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, said)) << r.out;
+  EXPECT_TRUE(contains(read_text(kSourceDir / "README.md"), said));
+}
+
 }  // namespace
