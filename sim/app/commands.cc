@@ -406,12 +406,28 @@ int cmd_topology(const TopologyOptions& opt) {
 }
 
 int cmd_catalog() {
-  std::printf("accelerators:\n");
+  // A precision the part has no tensor path for (peak 0) is "n/a", not 0 TFLOP/s.
+  auto peak = [](double flops) {
+    char buf[16];
+    if (flops > 0) std::snprintf(buf, sizeof buf, "%.0f", flops / 1e12);
+    else std::snprintf(buf, sizeof buf, "n/a");
+    return std::string(buf);
+  };
+  std::printf("accelerators (dense peak TFLOP/s per precision, n/a: no tensor path for it; scale-up per accelerator\n"
+              "per direction: NVLink for GPUs, the sum of a TPU chip's ICI links):\n");
+  std::printf("  %-10s %6s %6s %6s %9s %9s  %s\n", "name", "bf16", "fp16", "fp8", "HBM GiB", "HBM GB/s",
+              "scale-up GB/s");
   for (const auto& n : topo::gpu_names()) {
     auto g = topo::find_gpu(n);
-    std::printf("  %-10s %7.0f TFLOP/s bf16  %6.1f GiB HBM  %6.0f GB/s HBM  %5.0f GB/s scale-up/dir\n", n.c_str(),
-                g.peak_bf16_flops / 1e12, static_cast<double>(g.hbm_capacity_bytes) / (1ull << 30),
-                g.hbm_bandwidth_Bps / 1e9, g.scale_up_bandwidth_Bps / 1e9);
+    char up[64];
+    if (g.kind == topo::AcceleratorKind::kTpu)
+      std::snprintf(up, sizeof up, "%.0f ICI (%u links x %.0f)", g.scale_up_bandwidth_Bps / 1e9, g.ici_links_per_chip,
+                    g.ici_link_bandwidth_Bps / 1e9);
+    else
+      std::snprintf(up, sizeof up, "%.0f NVLink", g.scale_up_bandwidth_Bps / 1e9);
+    std::printf("  %-10s %6s %6s %6s %9.1f %9.0f  %s\n", n.c_str(), peak(g.peak_bf16_flops).c_str(),
+                peak(g.peak_fp16_flops).c_str(), peak(g.peak_fp8_flops).c_str(),
+                static_cast<double>(g.hbm_capacity_bytes) / (1ull << 30), g.hbm_bandwidth_Bps / 1e9, up);
   }
   std::printf("NICs:\n");
   for (const auto& n : topo::nic_names()) std::printf("  %s (%.0f Gb/s)\n", n.c_str(), topo::find_nic(n).bandwidth_Bps * 8 / 1e9);

@@ -1557,6 +1557,23 @@ TEST_F(CliSubcommands, CatalogListsH100) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "h100-sxm")) << r.out;
   EXPECT_TRUE(contains(r.out, "tpu-v5p")) << r.out;
+  // One column per precision, with n/a where the part has no tensor path for it (not 0 TFLOP/s):
+  // V100 has FP16 only; TPUs bf16 only. A TPU's scale-up is its ICI links.
+  std::map<std::string, std::string> line;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    std::istringstream words(l);
+    std::string name;
+    words >> name;
+    line[name] = l;
+  }
+  EXPECT_TRUE(contains(line["name"], " bf16   fp16    fp8 ")) << r.out;
+  EXPECT_TRUE(contains(line["v100-sxm2"], "   n/a    125    n/a ")) << r.out;
+  EXPECT_TRUE(contains(line["a100-sxm"], "   312    312    n/a ")) << r.out;
+  EXPECT_TRUE(contains(line["tpu-v5p"], "   459    n/a    n/a ")) << r.out;
+  EXPECT_TRUE(contains(line["tpu-v5p"], " 600 ICI (6 links x 100)")) << r.out;
+  EXPECT_TRUE(contains(line["h100-sxm"], " 450 NVLink")) << r.out;
+  EXPECT_FALSE(contains(r.out, " 0 TFLOP/s")) << r.out;
 }
 
 }  // namespace
