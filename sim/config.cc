@@ -330,6 +330,12 @@ ConfigNode ConfigNode::make_child(std::string_view key) const {
   return ConfigNode(std::move(rec));
 }
 
+void ConfigNode::refuse_moved(std::string_view key, std::string_view where_now) const {
+  if (!rec_->node.IsMap() || !lookup(rec_->node, key).has_value()) return;
+  rec_->doc->note_asked(rec_->path, key);  // child() asks; the error ends the binding anyway
+  child(key).fail("moved: " + std::string(where_now));
+}
+
 bool ConfigNode::has(std::string_view key) const {
   require_map(*this);
   rec_->doc->note_asked(rec_->path, key);

@@ -50,6 +50,9 @@ class ConfigNode {
 
   // Map access. Each call records `key` as known in this map, present or not.
   bool has(std::string_view key) const;
+  // A key that is no longer read: when the map has it, fails with "moved: <where_now>". It is not
+  // counted as a key read here, so unknown-key errors do not offer it.
+  void refuse_moved(std::string_view key, std::string_view where_now) const;
   ConfigNode child(std::string_view key) const;  // required: throws if missing
   std::optional<ConfigNode> find(std::string_view key) const;
   // The map under `key`; when absent, an empty map is written into the document there (so the

@@ -13,10 +13,9 @@ namespace {
 
 // A key that moved into `cluster.profile`: a clear error instead of "unknown key".
 void moved_to_profile(const sim::ConfigNode& n, const char* key, const char* profile_key) {
-  if (n.has(key))
-    n.child(key).fail(std::string("moved: link latencies, efficiencies and communication settings are the hardware "
+  n.refuse_moved(key, std::string("link latencies, efficiencies and communication settings are the hardware "
                                   "profile's; set cluster.profile.") +
-                      profile_key);
+                          profile_key);
 }
 
 GpuSpec bind_gpu(const sim::ConfigNode& cluster) {
@@ -64,6 +63,7 @@ FatTreeSpec bind_fat_tree(const sim::ConfigNode& so, const ClusterSpec& spec) {
   ft.rails = static_cast<uint32_t>(so.get_int_in("rails", 1, 1024, 1));
   moved_to_profile(so, "hop_latency", "fabric_latency");
   moved_to_profile(so, "nic_latency", "nic_latency");
+  moved_to_profile(so, "link_latency", "fabric_latency and nic_latency");
   std::string policy = so.get_enum("uplink_policy", {"d-mod-k", "flow-hash"}, "d-mod-k");
   ft.uplink_policy = policy == "d-mod-k" ? UplinkPolicy::kDModK : UplinkPolicy::kFlowHash;
   auto tiers = so.child("tiers");

@@ -467,6 +467,18 @@ TEST(ConfigUsed, UnreadSectionAndOverriddenKey) {
             "nodes, scale_out, scale_up)");
 }
 
+TEST(ConfigUsed, AMovedKeyIsNamedWhenGivenAndNotOfferedWhenNot) {
+  ConfigDoc doc = ConfigDoc::load_string("model:\n  layers: 4\n  lyers: 5\n", "m.yaml");
+  ConfigNode model = doc.root().child("model");
+  model.get_int("layers");
+  model.refuse_moved("width", "set model.hidden");  // absent: nothing happens
+  // The unknown key's list is what is read here: layers, not the moved width.
+  EXPECT_EQ(error_of([&] { doc.check_all_used(); }), "m.yaml:3:3: model.lyers: unknown key (known here: layers)");
+  ConfigDoc given = ConfigDoc::load_string("model:\n  width: 4\n", "g.yaml");
+  EXPECT_EQ(error_of([&] { given.root().child("model").refuse_moved("width", "set model.hidden"); }),
+            "g.yaml:2:10: model.width: moved: set model.hidden");
+}
+
 TEST(ConfigResolved, ContainsAppliedDefaults) {
   ConfigDoc doc = ConfigDoc::load_string("cluster:\n  nodes: 4\nfailures:\n", "r.yaml");
   ConfigNode root = doc.root();

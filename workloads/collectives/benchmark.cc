@@ -169,8 +169,7 @@ CollectiveBenchConfig bind_collective_benchmark(const sim::ConfigNode& w, const 
   CollectiveBenchConfig cfg;
   cfg.iterations = w.get_int_in("iterations", 1, 1000000, 5);
   cfg.warmup = w.get_int_in("warmup", 0, 1000000, 1);
-  if (w.has("step_overhead"))
-    w.child("step_overhead").fail("moved: set cluster.profile.step_overhead (the hardware profile's)");
+  w.refuse_moved("step_overhead", "set cluster.profile.step_overhead (the hardware profile's)");
   auto tests = w.child("tests");
   if (!tests.is_sequence() || tests.size() == 0) tests.fail("expected a non-empty list of collective tests");
   for (size_t i = 0; i < tests.size(); ++i) {

@@ -236,13 +236,11 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   j.schedule = kPipelineScheduleNames.value(s.get_enum("kind", kPipelineScheduleNames.names()));
   j.virtual_stages = s.get_int_in("virtual_stages", 1, 1024, 1);
 
-  if (w.has("efficiency"))
-    w.child("efficiency")
-        .fail("moved: compute efficiencies are the hardware profile's; set cluster.profile.gemm_efficiency, "
-              "attention_efficiency, memory_efficiency, vector_efficiency");
+  w.refuse_moved("efficiency", "compute efficiencies are the hardware profile's; set cluster.profile.gemm_efficiency, "
+                                "attention_efficiency, memory_efficiency, vector_efficiency");
+  w.refuse_moved("step_overhead", "set cluster.profile.step_overhead (the hardware profile's)");
   if (auto c = w.find("collectives")) {
-    if (c->has("step_overhead"))
-      c->child("step_overhead").fail("moved: set cluster.profile.step_overhead (the hardware profile's)");
+    c->refuse_moved("step_overhead", "set cluster.profile.step_overhead (the hardware profile's)");
     const char* keys[] = {"tp", "cp", "pp", "dp", "dp_outer"};
     for (size_t d = 0; d < kNumDims; ++d) {
       if (d == static_cast<size_t>(Dim::kPp)) continue;
