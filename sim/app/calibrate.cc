@@ -56,7 +56,8 @@ std::string stats_text(const wl::ErrorStats& e) {
 int cmd_calibrate(const CalibrateOptions& opt) {
   if (opt.holdout == 1) throw sim::UserError("--holdout 1 would hold out every shape: give 0 (none) or N >= 2");
   // An output to stdout ("-") is all that stdout holds: no report, as with --quiet.
-  const bool quiet = output_to_stdout({{opt.output, "--output"}, {opt.json, "--json"}, {opt.samples, "--samples"}}) || opt.quiet;
+  const bool quiet =
+      output_to_stdout({{opt.output, "--output"}, {opt.json, "--json"}, {opt.samples, "--samples"}}) || opt.quiet;
   check_output(opt.output, "--output");
   check_output(opt.json, "--json");
   check_output(opt.samples, "--samples");
@@ -138,8 +139,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     write_output(opt.samples, f);
   }
   if (!quiet) {
-    std::printf("calibration of the %s profile from %zu trace(s): %zu kernel samples, %zu collectives\n", gpu.name.c_str(),
-                ranks.size(), samples.size(), colls.size());
+    std::printf("calibration of the %s profile from %s: %s, %s\n", gpu.name.c_str(),
+                count_noun(ranks.size(), "trace", "traces").c_str(),
+                count_noun(samples.size(), "kernel sample", "kernel samples").c_str(),
+                count_noun(colls.size(), "collective", "collectives").c_str());
     if (opt.holdout == 0)
       std::printf("held out: %s\n\n", opt.test.empty() ? "nothing (--holdout 0): no held-out errors"
                                                         : "every kernel of the --test traces (no shape: --holdout 0)");
@@ -168,10 +171,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
       std::printf("  * attention: its fixed work per block of queries in keys (attention[_backward]_seq_overhead)\n");
     const auto& k = cal.collectives;
     if (k.fitted) {
-      std::printf("\n  collectives: %zu distinct sizes on %s: %s %.4f, step_overhead %s; error %s (before %s)\n",
-                  k.samples, opt.cluster.c_str(), k.efficiency_key.c_str(), k.efficiency,
-                  sim::format_duration(k.step_overhead).c_str(), stats_text(k.after).c_str(),
-                  stats_text(k.before).c_str());
+      std::printf("\n  collectives: %s on %s: %s %.4f, step_overhead %s; error %s (before %s)\n",
+                  count_noun(k.samples, "distinct size", "distinct sizes").c_str(), opt.cluster.c_str(),
+                  k.efficiency_key.c_str(), k.efficiency, sim::format_duration(k.step_overhead).c_str(),
+                  stats_text(k.after).c_str(), stats_text(k.before).c_str());
     }
     if (!k.note.empty()) std::printf("  collectives: %s\n", k.note.c_str());
     if (cal.host.fitted)

@@ -66,14 +66,16 @@ bool output_to_stdout(const std::vector<std::pair<std::string, const char*>>& ou
   for (const auto& [path, option] : outputs) {
     if (path != "-") continue;
     if (first)
-      throw sim::UserError(std::string(option) + " -: " + first + " already writes to stdout ('-'); give one of them a file name");
+      throw sim::UserError(std::string(option) + " -: " + first +
+                           " already writes to stdout ('-'); give one of them a file name");
     first = option;
   }
   return first != nullptr;
 }
 
 void refuse_stdout(const std::string& path, const char* option, const char* why) {
-  if (path == "-") throw sim::UserError(std::string(option) + ": cannot write to stdout ('-'): " + why + "; give a file name");
+  if (path == "-")
+    throw sim::UserError(std::string(option) + ": cannot write to stdout ('-'): " + why + "; give a file name");
 }
 
 uint64_t parse_seed(const std::string& text, const char* option) {
@@ -202,12 +204,15 @@ int cmd_run(const RunOptions& opt) {
   if (opt.seed) seed = parse_seed(*opt.seed, "--seed");
   if (seed) overrides.push_back("seed=" + std::to_string(*seed));
   // An output to stdout ("-") is all that stdout holds: no report, as with --quiet.
-  const bool quiet = output_to_stdout({{opt.resolved, "--resolved"}, {opt.json, "--json"}, {opt.fingerprint, "--fingerprint"}}) || opt.quiet;
+  const bool quiet =
+      output_to_stdout({{opt.resolved, "--resolved"}, {opt.json, "--json"}, {opt.fingerprint, "--fingerprint"}}) ||
+      opt.quiet;
   refuse_stdout(opt.trace, "--trace", "a trace is big, and gzip'ed when its name ends in .gz");
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
   if (seed) sc.seed = *seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
-  if (opt.trace.empty()) refuse_stdout(sc.trace, "output.trace", "a trace is big, and gzip'ed when its name ends in .gz");
+  if (opt.trace.empty())
+    refuse_stdout(sc.trace, "output.trace", "a trace is big, and gzip'ed when its name ends in .gz");
   check_output(opt.json, "--json");  // every output is checked before anything is simulated
   check_output(opt.resolved, "--resolved");
   check_output(opt.fingerprint, "--fingerprint");
@@ -301,9 +306,10 @@ int cmd_run(const RunOptions& opt) {
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!quiet)
-    std::printf("\n%llu events simulated in %.3f s of wall time (%llu sharing solves over %llu activities)\n",
-                static_cast<unsigned long long>(out.events), wall_s, static_cast<unsigned long long>(out.solves),
-                static_cast<unsigned long long>(out.solved_activities));
+    std::printf("\n%s simulated in %.3f s of wall time (%s over %s)\n",
+                count_noun(out.events, "event", "events").c_str(), wall_s,
+                count_noun(out.solves, "sharing solve", "sharing solves").c_str(),
+                count_noun(out.solved_activities, "activity", "activities").c_str());
   if (!opt.json.empty()) {
     nlohmann::ordered_json run;
     run["seed"] = sc.seed;
@@ -380,10 +386,11 @@ int cmd_faults(const FaultsOptions& opt) {
   if (!quiet) std::fputs(result.summary().c_str(), stdout);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!quiet && ranks > 1)
-    std::printf("\ncampaign simulated in %.2f s of wall time on %d MPI ranks (%d running trials)\n", wall_s, ranks,
-                ranks - 1);
+    std::printf("\ncampaign simulated in %.2f s of wall time on %d MPI ranks (%d %s trials)\n", wall_s, ranks,
+                ranks - 1, ranks - 1 == 1 ? "runs" : "run");
   else if (!quiet)
-    std::printf("\ncampaign simulated in %.2f s of wall time on %d threads\n", wall_s, ctx.threads);
+    std::printf("\ncampaign simulated in %.2f s of wall time on %s\n", wall_s,
+                count_noun(static_cast<uint64_t>(ctx.threads), "thread", "threads").c_str());
   if (!opt.json.empty() && lead) {
     nlohmann::ordered_json j;
     j["scenario"] = sc.name;

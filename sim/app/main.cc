@@ -47,9 +47,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--max-memory", run.max_memory,
                       "Refuse a cluster whose model would need more memory than this (e.g. 8GiB; default: what the "
                       "system has available)");
-  run_cmd->add_option("--resolved", run.resolved, "Write the fully resolved scenario (every default filled in; -: to stdout, and nothing else)");
+  run_cmd->add_option("--resolved", run.resolved,
+                      "Write the fully resolved scenario (every default filled in; -: to stdout, and nothing else)");
   run_cmd->add_option("--fingerprint", run.fingerprint,
-                      "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE (-: to stdout, and nothing else)");
+                      "Append the run's golden fingerprint line (times in ns, memory, trace hash) to FILE (-: to "
+                      "stdout, and nothing else)");
   run_cmd->add_flag("--reproducible", run.reproducible, "Leave wall-clock fields out of the JSON (byte-identical reruns)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing but errors");
   run_cmd->add_flag("--check", run.check, "Bind and check the scenario (every key and value), simulate nothing");
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   faults_cmd->add_option("--threads", faults.threads, "Trials run at once (default: every core); results do not depend on it")
       ->check(CLI::Range(1, 1024));
-  faults_cmd->add_option("--json", faults.json, "Write results as JSON (scripts/plot_campaign.py draws them; -: to stdout, and nothing else)");
+  faults_cmd->add_option("--json", faults.json,
+                         "Write results as JSON (scripts/plot_campaign.py draws them; -: to stdout, and nothing else)");
   faults_cmd->add_option("--step-cache", faults.step_cache, "File of cached step times (overrides workload.step_cache)");
   faults_cmd->add_flag("-q,--quiet", faults.quiet, "Print nothing but errors");
 
@@ -88,13 +91,15 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--et", replay.execution_traces,
                          "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
       ->delimiter(',');
-  replay_cmd->add_option("--cluster", replay.cluster,
-                         "Simulate the collectives on this scenario's cluster: profiler traces at the sizes --et gives, "
-                         "else those the traces record; Chakra traces (default: one H100 NVSwitch node)");
+  replay_cmd->add_option(
+      "--cluster", replay.cluster,
+      "Simulate the collectives on this scenario's cluster: profiler traces at the sizes --et gives, "
+      "else those the traces record; Chakra traces (default: one H100 NVSwitch node)");
   replay_cmd->add_option("--measured-on", replay.measured_on,
                          "Scenario of the cluster the traces were measured on: kernels are scaled to --cluster's GPU "
                          "through both hardware profiles (what-if)");
-  replay_cmd->add_option("--json", replay.json, "Write measured and replayed times per rank as JSON (-: to stdout, and nothing else)");
+  replay_cmd->add_option("--json", replay.json,
+                         "Write measured and replayed times per rank as JSON (-: to stdout, and nothing else)");
   replay_cmd->add_option("--trace", replay.trace, "Write the replay as a Chrome trace");
   replay_cmd->add_flag("-q,--quiet", replay.quiet, "Print nothing but errors");
 
@@ -105,16 +110,22 @@ int main(int argc, char** argv) {
       ->required();
   cal_cmd->add_option("--cluster", cal.cluster, "Scenario whose cluster the traces were measured on (its GPU, links)")
       ->required();
-  cal_cmd->add_option("-o,--output", cal.output, "Write the fitted profile here (load it with cluster.profile.file; -: to stdout, and nothing else)")
+  cal_cmd
+      ->add_option("-o,--output", cal.output,
+                   "Write the fitted profile here (load it with cluster.profile.file; -: to stdout, and nothing else)")
       ->required();
   cal_cmd->add_option("--et", cal.execution_traces,
                       "PyTorch execution traces, one per rank in rank order: the collectives' sizes")
       ->delimiter(',');
   cal_cmd->add_option("--test", cal.test, "Traces used only to test the fit (held-out ranks or runs)")->delimiter(',');
-  cal_cmd->add_option("--holdout", cal.holdout, "Hold out every N-th distinct kernel shape to test the fit (default 4; 0: none)")
+  cal_cmd
+      ->add_option("--holdout", cal.holdout,
+                   "Hold out every N-th distinct kernel shape to test the fit (default 4; 0: none)")
       ->check(CLI::Range(0, 1000));
   cal_cmd->add_option("--json", cal.json, "Write the fit and its errors as JSON (-: to stdout, and nothing else)");
-  cal_cmd->add_option("--samples", cal.samples, "Write every kernel sample as CSV: measured and predicted times (-: to stdout, and nothing else)");
+  cal_cmd->add_option(
+      "--samples", cal.samples,
+      "Write every kernel sample as CSV: measured and predicted times (-: to stdout, and nothing else)");
   cal_cmd->add_flag("-q,--quiet", cal.quiet, "Print nothing but errors");
 
   auto* val_cmd =
@@ -122,7 +133,8 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--rows", val.rows, "Which reference rows: megatron, llama3 or all")
       ->check(CLI::IsMember({"megatron", "llama3", "all"}));
   val_cmd->add_option("--json", val.json, "Write the results as JSON (-: to stdout, and nothing else)");
-  val_cmd->add_option("--fingerprint", val.fingerprint, "Write one golden fingerprint line per row to FILE (-: to stdout, and nothing else)");
+  val_cmd->add_option("--fingerprint", val.fingerprint,
+                      "Write one golden fingerprint line per row to FILE (-: to stdout, and nothing else)");
   val_cmd->add_option("--threads", val.threads, "Rows simulated at once")->check(CLI::Range(1, 256));
 
   app::SweepOptions sweep;

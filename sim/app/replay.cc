@@ -161,10 +161,12 @@ int cmd_replay(const ReplayOptions& opt) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!quiet) {
     if (chakra) {
-      std::printf("replay of %u Chakra trace(s), collectives simulated on %s\n\n", world,
+      std::printf("replay of %s, collectives simulated on %s\n\n",
+                  count_noun(world, "Chakra trace", "Chakra traces").c_str(),
                   sc ? ("the cluster of " + opt.cluster).c_str() : "one H100 NVSwitch node (--cluster to choose)");
     } else {
-      std::printf("replay of %u rank trace(s), %zu collectives per rank %s\n\n", world, rp.collectives,
+      std::printf("replay of %s, %s per rank %s\n\n", count_noun(world, "rank trace", "rank traces").c_str(),
+                  count_noun(rp.collectives, "collective", "collectives").c_str(),
                   sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
     }
     if (src) {

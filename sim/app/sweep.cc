@@ -370,9 +370,9 @@ int cmd_sweep(const SweepOptions& opt) {
     std::fflush(stdout);
     std::string first = rows[0].error.substr(0, rows[0].error.find('\n'));
     if (first.size() > 200) first = first.substr(0, 197) + "...";
-    std::fprintf(stderr, "clustersim: error: sweep: none of the %s ran (%zu refused, %zu failed or aborted); point %zu: %s\n",
-                 count_noun(mine.size(), "point", "points").c_str(), refused, mine.size() - refused, mine[0],
-                 first.c_str());
+    std::fprintf(
+        stderr, "clustersim: error: sweep: none of the %s ran (%zu refused, %zu failed or aborted); point %zu: %s\n",
+        count_noun(mine.size(), "point", "points").c_str(), refused, mine.size() - refused, mine[0], first.c_str());
     return refused == mine.size() ? 2 : 3;
   }
   return 0;

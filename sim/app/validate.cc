@@ -101,14 +101,16 @@ int cmd_validate(const ValidateOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   TerminalProgress progress;
   std::function<void(size_t, size_t)> on_row;
-  if (show_progress(quiet)) on_row = [&progress](size_t done, size_t total) { progress.count("validation rows", done, total); };
+  if (show_progress(quiet))
+    on_row = [&progress](size_t done, size_t total) { progress.count("validation rows", done, total); };
   auto results = wl::run_validation(rows, opt.threads, !opt.fingerprint.empty(), on_row);
   progress.clear();
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   // The table goes to stdout unless an output does (--json - or --fingerprint -).
   const bool table = !quiet;
-  print(table, "validation: predicted vs published training throughput (tolerance %.0f %%)\n", wl::kValidationTolerance * 100);
+  print(table, "validation: predicted vs published training throughput (tolerance %.0f %%)\n",
+        wl::kValidationTolerance * 100);
   for (auto src : {wl::PublishedSource::kMegatronSc21, wl::PublishedSource::kLlama3}) {
     bool used = false;
     for (const auto& r : rows) used = used || r.source == src;
@@ -147,12 +149,14 @@ int cmd_validate(const ValidateOptions& opt) {
   }
   for (const auto& r : rows)
     if (!r.note.empty()) print(table, "  note (%s): %s\n", std::string(r.id).c_str(), std::string(r.note).c_str());
-  print(table, "\n%d of %zu rows within %.0f %%; mean |error| %.1f %%\n", within, results.size(),
+  print(table, "\n%d of %s within %.0f %%; mean |error| %.1f %%\n", within,
+        count_noun(results.size(), "row", "rows").c_str(),
               wl::kValidationTolerance * 100, counted > 0 ? sum_abs / counted * 100 : 0.0);
   // Timing goes to stderr so that stdout is the same on every run.
   std::fflush(stdout);
-  std::fprintf(stderr, "(%zu rows simulated in %.1f s of wall time on %d thread%s)\n", results.size(), wall_s,
-               opt.threads, opt.threads == 1 ? "" : "s");
+  std::fprintf(stderr, "(%s simulated in %.1f s of wall time on %s)\n",
+               count_noun(results.size(), "row", "rows").c_str(), wall_s,
+               count_noun(static_cast<uint64_t>(opt.threads), "thread", "threads").c_str());
   for (const auto& r : results) std::fprintf(stderr, "  %-22s %6.1f s\n", std::string(r.row.id).c_str(), r.wall_s);
 
   if (!opt.fingerprint.empty()) {

@@ -968,6 +968,7 @@ TEST_F(CliFailures, FaultsCampaignCachesStepTimesAndDoesNotDependOnThreads) {
   CliResult a = run({"faults", "c.yaml", "--json", "a.json", "--threads", "1", "--step-cache", "steps.cache"});
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_TRUE(contains(a.out, "ETTR")) << a.out;
+  EXPECT_TRUE(contains(a.out, " of wall time on 1 thread\n")) << a.out;
   json ja = read_json("a.json");
   const int64_t simulated = ja["step_simulations"]["run"].get<int64_t>();
   EXPECT_GE(simulated, 1);  // the full job, and one per number of replicas down that occurred
@@ -2108,6 +2109,7 @@ TEST_F(CliReplay, CalibrateHoldoutZeroHoldsNoShapeOutAndSaysSo) {
   const DlrmSample d = dlrm_sample();
   CliResult r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml", "--holdout", "0"});
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "calibration of the v100-sxm2 profile from 1 trace: ")) << r.out;
   EXPECT_TRUE(contains(r.out, "held out: nothing (--holdout 0)")) << r.out;
   EXPECT_FALSE(contains(r.out, "0-th")) << r.out;
   r = run({"calibrate", d.rank0, "--cluster", d.cluster, "-o", "p.yaml", "--holdout", "3"});
