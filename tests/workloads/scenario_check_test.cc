@@ -64,6 +64,13 @@ TEST(ScenarioCheck, CheckFindsWhatTheRunFindsBeforeItsFirstEvent) {
   EXPECT_NO_THROW(check_scenario(fine));
 }
 
+TEST(ScenarioCheck, AGlobalBatchTheDataParallelismCannotSplitIsNamedAtItsKey) {
+  // The default job has dp 2 and micro-batches of 1: 63 sequences do not split in two.
+  EXPECT_EQ(bind_error("workload.training.global_batch=63", 0),
+            "--set workload.training.global_batch: global_batch 63 is not a multiple of dp x dp_outer x micro_batch = "
+            "2 x 1 x 1");
+}
+
 TEST(ScenarioCheck, MemorySizesThatLeaveNothingAreNamed) {
   // A plain number is bytes: 80 B of HBM, below the 1 GiB any accelerator has.
   EXPECT_NE(bind_error("cluster.gpu={preset: h100-sxm, hbm_capacity: 80}", 0)

@@ -27,13 +27,18 @@ double TrainingJob::non_gemm_peak_flops() const {
   return precision == Precision::kFp8 && gpu.peak_bf16_flops > 0 ? gpu.peak_bf16_flops : peak_flops();
 }
 
+std::string TrainingJob::batch_problem() const {
+  if (global_batch % (dp * dp_outer * micro_batch) != 0)
+    return "global_batch " + std::to_string(global_batch) + " is not a multiple of dp x dp_outer x micro_batch = " +
+           std::to_string(dp) + " x " + std::to_string(dp_outer) + " x " + std::to_string(micro_batch);
+  if (micro_batches() < 1) return "global_batch " + std::to_string(global_batch) + " leaves no micro-batch per DP rank";
+  return "";
+}
+
 void TrainingJob::validate() const {
   auto err = [](const std::string& m) { throw sim::ConfigError(m); };
   if (fsdp_reduce == Precision::kFp8) err("fsdp_reduce: FSDP reduces gradients in fp32, bf16 or fp16, not fp8");
-  if (global_batch % (dp * dp_outer * micro_batch) != 0)
-    err("global_batch " + std::to_string(global_batch) + " is not a multiple of dp x dp_outer x micro_batch = " +
-        std::to_string(dp) + " x " + std::to_string(dp_outer) + " x " + std::to_string(micro_batch));
-  if (micro_batches() < 1) err("global_batch " + std::to_string(global_batch) + " leaves no micro-batch per DP rank");
+  if (const std::string batch = batch_problem(); !batch.empty()) err(batch);
   if (seq_len % cp != 0) err("seq_len " + std::to_string(seq_len) + " is not divisible by cp " + std::to_string(cp));
   if (dp_outer > 1 && data_parallel != DataParallel::kFsdp)
     err("dp_outer (HSDP replicate groups) needs data_parallel: fsdp");

@@ -189,6 +189,9 @@ struct TrainingJob {
   double non_gemm_peak_flops() const;
   // Throws sim::ConfigError for impossible combinations, naming the values.
   void validate() const;
+  // The global batch against the data parallelism and the micro-batch (empty: fine; validate
+  // throws it), for binding to name training.global_batch.
+  std::string batch_problem() const;
 };
 
 // Per-rank memory of one pipeline stage at its peak.

@@ -273,6 +273,8 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
   // fall back to another precision's peak.
   if (j.precision == Precision::kFp8 && j.gpu.peak_fp8_flops <= 0)
     w.child("training").child("precision").fail("the accelerator " + j.gpu.name + " has no FP8 tensor path");
+  // The batch against the data parallelism, named at global_batch (the usual slip).
+  if (const std::string batch = j.batch_problem(); !batch.empty()) w.child("training").child("global_batch").fail(batch);
   // What the step's programs will hold: one rank runs micro-batches x (its layers, forward and
   // backward) ops, and the stages' programs together micro-batches x the model's layers. Beyond
   // 2^26 per rank a program alone outgrows memory (p20: 2^29 micro-batches filled 8 GiB and was
