@@ -98,10 +98,12 @@ Topology build_cluster(const ClusterSpec& spec) {
     check_bandwidth(ft.nic_bandwidth_Bps, "fat_tree.nic_bandwidth");
     check_latency(ft.nic_latency, "fat_tree.nic_latency");
     check_latency(ft.hop_latency, "fat_tree.hop_latency");
-    if (ft.rails == 0) throw sim::TopologyError("fat_tree.rails is 0: must be >= 1");
+    // Messages name the scenario's keys (cluster.scale_out.*), where these values come from.
+    if (ft.rails == 0) throw sim::TopologyError("scale_out.rails is 0: must be >= 1");
     if (ft.rails > g_per_node) {
-      throw sim::TopologyError("fat_tree.rails is " + std::to_string(ft.rails) + " but a node has " +
-                               std::to_string(g_per_node) + " GPUs: rails must be <= gpus_per_node");
+      throw sim::TopologyError("scale_out.rails is " + std::to_string(ft.rails) + " but a node has " +
+                               std::to_string(g_per_node) + (g_per_node == 1 ? " GPU" : " GPUs") +
+                               ": rails must be <= gpus_per_node");
     }
     if (ft.tiers.empty()) throw sim::TopologyError("fat_tree.tiers is empty: at least the leaf tier is needed");
     if (ft.tiers.size() > Topology::kMaxTiers) {
@@ -129,12 +131,17 @@ Topology build_cluster(const ClusterSpec& spec) {
       below = tier_groups.back();
     }
     if (tier_groups.back() > 1) {
+      // The top tier must join everything below it in one group. Its group size is the tier's
+      // `nodes` (a single tier) or `<tier below>s` in the scenario.
       const size_t top = ft.tiers.size() - 1;
       const uint64_t children = top == 0 ? spec.nodes : tier_groups[top - 1];
-      throw sim::TopologyError("fat_tree top tier " + std::to_string(top) + " would need " +
-                               std::to_string(tier_groups.back()) + " groups (" + std::to_string(children) +
-                               " children, group_size " + std::to_string(ft.tiers[top].group_size) +
-                               "): raise its group_size to >= " + std::to_string(children) + " or add a tier");
+      const std::string key = top == 0 ? "nodes" : (ft.tiers[top - 1].name.empty() ? "groups" : ft.tiers[top - 1].name + "s");
+      throw sim::TopologyError("scale_out.tiers[" + std::to_string(top) + "]" +
+                               (ft.tiers[top].name.empty() ? "" : " (" + ft.tiers[top].name + ")") +
+                               ", the top tier, would need " + std::to_string(tier_groups.back()) +
+                               " switches to join its " + std::to_string(children) + " children, " +
+                               std::to_string(ft.tiers[top].group_size) + " per switch (its " + key +
+                               "): raise " + key + " to >= " + std::to_string(children) + " or add a tier");
     }
   }
 

@@ -271,7 +271,7 @@ TEST(TopologyFatTree, BadConfigsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of([] { build_fat_tree(16, 1, two_tier(4, 4, 1, 0)); }).find("uplinks is 0"), std::string::npos);
   // 16 nodes / 4 per leaf = 4 leaves, but the spine holds only 2: two top groups.
-  EXPECT_NE(error_of([] { build_fat_tree(16, 1, two_tier(4, 2)); }).find("would need 2 groups"), std::string::npos);
+  EXPECT_NE(error_of([] { build_fat_tree(16, 1, two_tier(4, 2)); }).find("the top tier, would need 2 switches"), std::string::npos);
   FatTreeSpec rails = two_tier(4, 4);
   rails.rails = 3;
   EXPECT_NE(error_of([&] { build_fat_tree(4, 2, rails); }).find("rails is 3"), std::string::npos);
