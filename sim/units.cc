@@ -10,6 +10,8 @@
 #include "sim/error.h"
 
 namespace sim {
+
+std::string count_noun(uint64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 namespace {
 
 struct Prefix {

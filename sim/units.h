@@ -32,6 +32,8 @@ Time parse_duration(std::string_view text);
 // format_bytes uses binary units ("1 GiB", "256 MiB", "4 KiB", "512 B"), format_bandwidth decimal
 // ones ("450 GB/s"), format_duration picks ns/us/ms/s/min/h/d ("1.23 ms", "12.6 s").
 std::string format_bytes(double bytes);
+// "1 node", "8 nodes": n and the noun in its number.
+std::string count_noun(uint64_t n, const char* one, const char* many);
 std::string format_bandwidth(double bytes_per_second);
 std::string format_duration(Time t);
 

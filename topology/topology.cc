@@ -19,6 +19,7 @@
 #include <boost/graph/graphviz.hpp>
 
 #include "sim/error.h"
+#include "sim/units.h"
 #include "topology/topology_internal.h"
 
 namespace topo {
@@ -414,7 +415,8 @@ std::string Topology::describe() const {
   const size_t other = vertex_names_.size() - num_gpus_;
   switch (kind_) {
     case TopologyKind::kCluster: {
-      os << "Cluster of " << num_gpus_ << " GPUs in " << num_nodes() << " nodes of " << gpus_per_node_ << ".";
+      os << "Cluster of " << sim::count_noun(num_gpus_, "GPU", "GPUs") << " in "
+         << sim::count_noun(num_nodes(), "node", "nodes") << " of " << gpus_per_node_ << ".";
       if (has_scale_up_) {
         os << " Scale-up: one NVSwitch per node, " << format_Bps(su_bandwidth_Bps_) << " per GPU per direction, "
            << format_time(links_[su_link_base_].latency) << " per link.";
@@ -426,8 +428,12 @@ std::string Topology::describe() const {
            << (tiers_.size() > 1 ? "s" : "") << ":";
         for (size_t k = 0; k < tiers_.size(); ++k) {
           const TierLayout& t = tiers_[k];
-          os << (k ? ";" : "") << " " << t.name << " " << t.num_vertices << " switch vertices (groups of up to "
-             << t.group_size << ")";
+          os << (k ? ";" : "") << " " << t.name << " "
+             << sim::count_noun(t.num_vertices, "switch vertex", "switch vertices") << " (";
+          if (t.group_size == 1)
+            os << "one child each)";
+          else
+            os << "groups of up to " << t.group_size << ")";
           if (k > 0) {
             double up = 0;
             const uint32_t first = t.link_base;
@@ -479,15 +485,15 @@ std::string Topology::describe() const {
   }
   uint64_t by_kind[5] = {0, 0, 0, 0, 0};
   for (const Link& l : links_) ++by_kind[static_cast<int>(l.kind)];
-  os << " " << vertex_names_.size() << " vertices (" << other << " switch or other), " << links_.size()
-     << " directed links (";
+  os << " " << sim::count_noun(vertex_names_.size(), "vertex", "vertices") << " (" << other << " switch or other), "
+     << sim::count_noun(links_.size(), "directed link", "directed links");
   bool first = true;
   for (int k = 0; k < 5; ++k) {
     if (!by_kind[k]) continue;
-    os << (first ? "" : ", ") << by_kind[k] << " " << to_string(static_cast<LinkKind>(k));
+    os << (first ? " (" : ", ") << by_kind[k] << " " << to_string(static_cast<LinkKind>(k));
     first = false;
   }
-  os << ").";
+  os << (first ? "." : ").");
   return os.str();
 }
 

@@ -121,10 +121,6 @@ std::string unknown_subcommand(const std::string& word, const std::vector<std::s
   return msg + ")";
 }
 
-std::string count_noun(uint64_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 namespace {
 
 void append_file(const std::string& path, const std::string& text) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/simulation.h"
+#include "sim/units.h"
 
 namespace sim {
 class Log;
@@ -121,8 +122,7 @@ uint64_t parse_seed(const std::string& text, const char* option);
 // "unknown subcommand 'runn' (subcommands: run, topology, ...; did you mean 'run'?)": the
 // suggestion is the name nearest in edit distance (at most 2), or the one name `word` begins.
 std::string unknown_subcommand(const std::string& word, const std::vector<std::string>& names);
-// "1 point", "2 points": a count with its noun in the right number.
-std::string count_noun(uint64_t n, const char* one, const char* many);
+using sim::count_noun;  // "1 point", "2 points" (sim/units.h)
 
 int cmd_run(const RunOptions& opt);
 int cmd_calibrate(const CalibrateOptions& opt);

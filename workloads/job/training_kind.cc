@@ -237,7 +237,7 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           static_cast<long long>(j.dp), static_cast<long long>(j.dp_outer), std::string(kDataParallelNames.name(j.data_parallel)).c_str(),
           std::string(kPipelineScheduleNames.name(j.schedule)).c_str());
   if (j.virtual_stages > 1) appendf(o, " (v = %lld)", static_cast<long long>(j.virtual_stages));
-  appendf(o, ", %lld micro-batches of %lld\n", static_cast<long long>(r.micro_batches),
+  appendf(o, ", %s of %lld\n", sim::count_noun(static_cast<uint64_t>(r.micro_batches), "micro-batch", "micro-batches").c_str(),
           static_cast<long long>(j.micro_batch));
   if (j.sp_keeps_gathered)
     appendf(o, "  sequence parallelism keeps each GEMM's gathered input (PyTorch DTensor): no regather in the backward\n");
