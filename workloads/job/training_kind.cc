@@ -229,9 +229,10 @@ std::string TrainingResult::fingerprint() const {
 std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   const auto& j = ts.job;
   std::string o;
-  appendf(o, "training step: %s, seq %lld, global batch %lld sequences (%.0f tokens), %lld GPUs\n", j.model.name.c_str(),
+  const bool tpu = j.gpu.kind == topo::AcceleratorKind::kTpu;  // TPUs are "chips" here, not GPUs
+  appendf(o, "training step: %s, seq %lld, global batch %lld sequences (%.0f tokens), %lld %s\n", j.model.name.c_str(),
           static_cast<long long>(j.seq_len), static_cast<long long>(j.global_batch), r.tokens_per_step,
-          static_cast<long long>(j.world()));
+          static_cast<long long>(j.world()), tpu ? "chips" : "GPUs");
   appendf(o, "  tp %lld  cp %lld  pp %lld  dp %lld  dp_outer %lld   data parallel %s   schedule %s",
           static_cast<long long>(j.tp), static_cast<long long>(j.cp), static_cast<long long>(j.pp),
           static_cast<long long>(j.dp), static_cast<long long>(j.dp_outer), std::string(kDataParallelNames.name(j.data_parallel)).c_str(),
@@ -280,7 +281,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
     appendf(o, "  fidelity: expanded (every rank simulated)\n\n");
   appendf(o, "  step time         %10.4f s\n", r.step_time_s);
   appendf(o, "  tokens/s          %10.0f\n", r.tokens_per_s);
-  appendf(o, "  TFLOP/s per GPU   %10.1f   (model FLOPs: 6N + 12*L*H*Q*T per token, PaLM convention; no recompute)\n",
+  appendf(o, "  TFLOP/s per %-5s %10.1f   (model FLOPs: 6N + 12*L*H*Q*T per token, PaLM convention; no recompute)\n",
+          tpu ? "chip" : "GPU",
           r.tflops_per_gpu);
   appendf(o, "  MFU               %10.1f %%  of %.0f TFLOP/s peak\n\n", r.mfu * 100, r.peak_flops / 1e12);
   appendf(o, "  where the time goes (mean over ranks; parts add up to the step time):\n");
@@ -288,7 +290,6 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
     appendf(o, "    %-18s %10.4f s  %5.1f %%\n", p.label, p.seconds, r.step_time_s > 0 ? p.seconds / r.step_time_s * 100 : 0);
   // The reserve is the profile's context_memory and nccl_memory per communicator: GPU words for
   // them on GPUs, neutral ones on TPUs (which run neither CUDA nor NCCL).
-  const bool tpu = ts.job.gpu.kind == topo::AcceleratorKind::kTpu;
   appendf(o, "\n  peak memory per rank, by pipeline stage (capacity %s: %s on the device less %s for the %s\n"
           "  and %d %s):\n",
           sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),
