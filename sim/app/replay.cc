@@ -185,8 +185,10 @@ int cmd_replay(const ReplayOptions& opt) {
       }
       std::printf("\n");
     }
-    std::printf("  %4s  %14s  %14s  %8s  %12s  %s\n", "rank", "measured ms", "replayed ms", src ? "change" : "error",
-                "exposed comm", "file");
+    // The exposed communication is the trace's own (measured_exposed_comm_s in the JSON), whatever
+    // the replay simulated.
+    std::printf("  %4s  %14s  %14s  %8s  %15s  %s\n", "rank", "measured ms", "replayed ms", src ? "change" : "error",
+                "meas. exp. comm", "file");
   }
   std::vector<wl::CriticalPath> paths;
   for (uint32_t r = 0; r < world; ++r) paths.push_back(wl::critical_path(rp.job, run.op_times, r));
@@ -194,9 +196,9 @@ int cmd_replay(const ReplayOptions& opt) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
     if (!quiet && chakra)
-      std::printf("  %4u  %14s  %14.6f  %8s  %12s  %s\n", r, "-", sim_s * 1e3, "-", "-", ranks[r].file.c_str());
+      std::printf("  %4u  %14s  %14.6f  %8s  %15s  %s\n", r, "-", sim_s * 1e3, "-", "-", ranks[r].file.c_str());
     else if (!quiet)
-      std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %9.3f ms  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
+      std::printf("  %4u  %14.3f  %14.3f  %+7.2f%%  %12.3f ms  %s\n", r, rp.measured_s[r] * 1e3, sim_s * 1e3, err * 100,
                   rp.exposed_comm_s[r] * 1e3, ranks[r].file.c_str());
     nlohmann::ordered_json row;
     row["rank"] = r;
