@@ -30,9 +30,11 @@ HardwareProfile default_profile(const GpuSpec& gpu) {
   // Memory-bound kernels reach 80-90% of HBM bandwidth in STREAM-like copies.
   p.memory_efficiency = 0.85;
   // Non-tensor-core math runs at the FP32 vector rate: H100 67 TF FP32 vs 989 TF BF16 tensor
-  // (datasheet ratio 1/14.8); 0.07 where the entry has no FP32 figure (TPUs).
-  p.vector_efficiency =
-      gpu.peak_fp32_flops > 0 && gpu.peak_bf16_flops > 0 ? gpu.peak_fp32_flops / gpu.peak_bf16_flops : 0.07;
+  // (datasheet ratio 1/14.8). A part without BF16 is taken against its FP16 tensor peak, the one
+  // its 16-bit runs use: V100 15.7 / 125 TF (datasheet). 0.07 where the entry has no FP32 figure
+  // (TPUs).
+  const double tensor16 = gpu.peak_bf16_flops > 0 ? gpu.peak_bf16_flops : gpu.peak_fp16_flops;
+  p.vector_efficiency = gpu.peak_fp32_flops > 0 && tensor16 > 0 ? gpu.peak_fp32_flops / tensor16 : 0.07;
   // Wave quantization of GEMM tiles over the SMs (NVIDIA Deep Learning Performance Guide, "Matrix
   // Multiplication Background"); no effect without an SM count.
   p.gemm_wave_quantization = true;
