@@ -25,6 +25,8 @@ TEST(HardwareProfile, DefaultsComeFromTheCatalogEntry) {
   EXPECT_DOUBLE_EQ(default_profile(find_gpu("h100-sxm")).gemm_efficiency, 0.80);
   EXPECT_DOUBLE_EQ(default_profile(find_gpu("a100-sxm")).vector_efficiency, 19.5 / 312);
   EXPECT_DOUBLE_EQ(default_profile(find_gpu("h100-sxm")).vector_efficiency, 67.0 / 989);
+  // No BF16 on Volta: FP32 over the FP16 tensor peak (V100 datasheet: 15.7 and 125 TFLOP/s).
+  EXPECT_DOUBLE_EQ(default_profile(find_gpu("v100-sxm2")).vector_efficiency, 15.7 / 125);
   EXPECT_EQ(default_profile(find_gpu("h100-sxm")).comm_sms, 16u);
   EXPECT_EQ(default_profile(find_gpu("tpu-v5p")).comm_sms, 0u);
   // NVLS channels: NCCL's NVLS_NCHANNELS_SM90 16 and _SM100 32 (src/transport/nvls.cc v2.26.2);
