@@ -1039,5 +1039,44 @@ TEST(ProgramExecutorHost, TheHostRunsAheadOfALongKernel) {
   EXPECT_EQ(b.compute_ns, 105000);
 }
 
+// Two ranks calling different collectives on one traced communicator (named by its id, as a
+// Chakra trace's are): the run does not finish, and its problem gives the mismatch once, then
+// what waits: each rank's collective, all of its group there and unable to start.
+TEST(ProgramExecutorReport, AMismatchIsGivenOnceAndTheWaitersNameTheirCommunicator) {
+  JobProgram jp;
+  jp.categories = {"compute"};
+  Communicator c;
+  c.name = "7";
+  c.members = {0, 1};
+  jp.add_comm(c);
+  for (uint32_t r = 0; r < 2; ++r) {
+    Program p;
+    p.add_stream("s");
+    Op o;
+    o.kind = OpKind::kCollective;
+    o.comm = 0;
+    o.coll = r == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kAllGather;
+    o.bytes = 1 << 20;
+    p.add(o);
+    p.finalize();
+    jp.templates.push_back(std::move(p));
+    jp.template_of_rank.push_back(r);
+  }
+  sim::Simulation sim(1);
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  const topo::Topology t = topo::build_scale_up(2, su);
+  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
+  const ProgramRun run = run_program(sim, t, gpu, topo::default_profile(gpu), jp, ExecutorOptions{});
+  EXPECT_FALSE(run.finished);
+  const std::string& p = run.problem;
+  EXPECT_EQ(p.find("collective mismatch on communicator '7' (call 0)"), 0u) << p;
+  EXPECT_EQ(p.find("collective mismatch", 1), std::string::npos) << p;  // once
+  EXPECT_NE(p.find("(NCCL would hang or corrupt data)\ndeadlock at"), std::string::npos) << p;
+  EXPECT_NE(p.find("waits for its group on communicator 7 (all 2 members arrived; it cannot start)"),
+            std::string::npos)
+      << p;
+}
+
 }  // namespace
 }  // namespace wl

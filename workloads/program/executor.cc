@@ -1359,8 +1359,15 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
                          (ranks_[m].dead ? " (dead)" : res_.gpu_failed(job_.gpu_of(m)) ? " (its GPU failed)" : "");
           }
           if (listed > 4) missing += ", ...";
-          out += "waits for its " + job_.comms[op.comm].name + " group (" + std::to_string(arrived) + " of " +
-                 std::to_string(size) + " members arrived; missing: " + missing + ")";
+          // A generated communicator is named by its axis ("its tp group"); a traced one by its id.
+          const std::string& name = job_.comms[op.comm].name;
+          const bool numbered = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+          out += numbered ? "waits for its group on communicator " + name : "waits for its " + name + " group";
+          if (arrived == members.size())
+            out += " (all " + std::to_string(arrived) + " members arrived; it cannot start)";
+          else
+            out += " (" + std::to_string(arrived) + " of " + std::to_string(size) + " members arrived; missing: " +
+                   missing + ")";
         } else if (op.kind == OpKind::kRecv) {
           uint32_t peer = 0;
           out += "waits for message " + std::to_string(op.tag) + " from rank " +
@@ -1716,7 +1723,14 @@ ProgramRun run_program(sim::Simulation& sim, const topo::Topology& topo, const t
   sim.remove_pending_work(&exec);
   ProgramRun out;
   out.finished = exec.error().empty() && exec.finished();
-  if (!out.finished) out.problem = exec.error() + run.deadlock_report;
+  if (!out.finished) {
+    // The error first, then the report of what waits, without its own copy of the error line.
+    std::string report = run.deadlock_report;
+    const std::string error_line = "  error: " + exec.error() + "\n";
+    if (const size_t at = report.find(error_line); !exec.error().empty() && at != std::string::npos)
+      report.erase(at, error_line.size());
+    out.problem = exec.error().empty() ? report : report.empty() ? exec.error() : exec.error() + "\n" + report;
+  }
   out.end = exec.step_end();
   for (uint32_t r = 0; r < job.world(); ++r) out.rank_end.push_back(exec.rank_end(r));
   if (opt.record_op_times)
