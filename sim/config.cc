@@ -31,6 +31,7 @@ struct DocState {
   std::string name;  // file name (or the stand-in given to load_string)
   YAML::Node root;
   std::vector<std::string> overrides;  // dotted paths given to --set, in order
+  std::vector<std::string> labels;     // for each, what errors about it point at ("--set a.b")
   // Keys binding code asked for, per map (by dotted path), in the order first asked.
   std::unordered_map<std::string, std::vector<std::string>> asked;
   bool bound = false;  // root() was called: overrides would now come too late
@@ -51,18 +52,21 @@ struct DocState {
   std::string location_of(const std::string& path, const YAML::Mark& mark,
                           const std::string& fallback) const {
     const std::string* best = nullptr;
-    for (const std::string& o : overrides) {
+    size_t best_i = 0;
+    for (size_t i = 0; i < overrides.size(); ++i) {
+      const std::string& o = overrides[i];
       bool covers = path == o || (path.size() > o.size() && path.starts_with(o) &&
                                   (path[o.size()] == '.' || path[o.size()] == '['));
-      if (covers && (best == nullptr || o.size() >= best->size())) best = &o;
+      if (covers && (best == nullptr || o.size() >= best->size())) best = &o, best_i = i;
     }
-    if (best != nullptr) return "--set " + *best;
+    if (best != nullptr) return labels[best_i];
     if (!mark.is_null()) {
       return name + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
     }
     if (!path.empty()) {
-      for (const std::string& o : overrides) {  // a map created on the way to an override
-        if (o.size() > path.size() && o.starts_with(path) && o[path.size()] == '.') return "--set " + o;
+      for (size_t i = 0; i < overrides.size(); ++i) {  // a map created on the way to an override
+        const std::string& o = overrides[i];
+        if (o.size() > path.size() && o.starts_with(path) && o[path.size()] == '.') return labels[i];
       }
     }
     return fallback;
@@ -674,7 +678,7 @@ ConfigDoc ConfigDoc::load_file(const std::string& path) {
   return load_string(text.str(), path);
 }
 
-void ConfigDoc::apply_override(std::string_view assignment) {
+void ConfigDoc::apply_override(std::string_view assignment, std::string_view label) {
   SIM_ASSERT(!state_->bound, "--set overrides must be applied before binding starts");
   std::string what = "--set " + std::string(assignment);
   size_t eq = assignment.find('=');
@@ -762,6 +766,7 @@ void ConfigDoc::apply_override(std::string_view assignment) {
     cur.reset(e->value);
   }
   state_->overrides.emplace_back(path);
+  state_->labels.push_back(label.empty() ? "--set " + std::string(path) : std::string(label));
 }
 
 ConfigNode ConfigDoc::root() const {

@@ -142,8 +142,9 @@ class ConfigDoc {
 
   // "a.b.c=value", as given to --set. The value is parsed as YAML ("4", "[1MiB,1GiB]",
   // "{kind: ring}"), missing maps on the way are created, and a path through a scalar or a
-  // sequence is an error. Must come before root().
-  void apply_override(std::string_view assignment);
+  // sequence is an error. Must come before root(). Errors about the value point at `label`, by
+  // default "--set a.b.c"; an option that sets a key for the user gives its own ("--step-cache").
+  void apply_override(std::string_view assignment, std::string_view label = {});
 
   ConfigNode root() const;
 

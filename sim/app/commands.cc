@@ -134,12 +134,15 @@ void append_file(const std::string& path, const std::string& text) {
   if (!f) throw sim::UserError("error while writing " + path);
 }
 
+// `options`: keys set by a command-line option, each (assignment, the option named in errors).
 wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& overrides, bool with_workload,
-                       const std::string& max_memory = "") {
+                       const std::string& max_memory = "",
+                       const std::vector<std::pair<std::string, std::string>>& options = {}) {
   const uint64_t limit = max_memory_bytes(max_memory);
   sim::ConfigDoc doc = path.empty() ? sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default scenario>")
                                     : sim::ConfigDoc::load_file(path);
   for (const auto& o : overrides) doc.apply_override(o);
+  for (const auto& [assignment, option] : options) doc.apply_override(assignment, option);
   return wl::bind_scenario(std::move(doc), path.empty() ? "default" : path, with_workload, limit);
 }
 
@@ -329,8 +332,9 @@ int cmd_faults(const FaultsOptions& opt) {
   std::vector<std::string> overrides = opt.overrides;
   if (opt.seed) overrides.push_back("seed=" + std::to_string(parse_seed(*opt.seed, "--seed")));
   refuse_stdout(opt.step_cache, "--step-cache", "the cache is read back and appended to");
-  if (!opt.step_cache.empty()) overrides.push_back("workload.step_cache=" + opt.step_cache);
-  wl::Scenario sc = bind_file(opt.scenario, overrides, true);
+  std::vector<std::pair<std::string, std::string>> options;
+  if (!opt.step_cache.empty()) options.emplace_back("workload.step_cache=" + opt.step_cache, "--step-cache");
+  wl::Scenario sc = bind_file(opt.scenario, overrides, true, "", options);
   if (sc.kind->name != "campaign")
     throw sim::UserError((opt.scenario.empty() ? std::string("the default scenario") : opt.scenario) + ": workload.kind is '" +
                          std::string(sc.kind->name) +

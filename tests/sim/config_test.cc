@@ -467,6 +467,14 @@ TEST(ConfigUsed, UnreadSectionAndOverriddenKey) {
             "nodes, scale_out, scale_up)");
 }
 
+TEST(ConfigOverride, AnOptionThatSetsAKeyIsNamedInItsErrors) {
+  // faults --step-cache FILE sets workload.step_cache: an error about the value names the option.
+  ConfigDoc doc = ConfigDoc::load_string(kScenario, "scenario.yaml");
+  doc.apply_override("cluster.nodes=zero", "--nodes");
+  EXPECT_EQ(error_of([&] { doc.root().child("cluster").get_int("nodes"); }),
+            "--nodes: cluster.nodes: expected an integer, got \"zero\"");
+}
+
 TEST(ConfigUsed, AMovedKeyIsNamedWhenGivenAndNotOfferedWhenNot) {
   ConfigDoc doc = ConfigDoc::load_string("model:\n  layers: 4\n  lyers: 5\n", "m.yaml");
   ConfigNode model = doc.root().child("model");
