@@ -3,6 +3,7 @@
 // secondary transcription, [D] derived here (arithmetic shown), [R] recalled, to be confirmed.
 #include "topology/catalog.h"
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -289,6 +290,16 @@ std::vector<std::string> names_of(const Table& table) {
 }  // namespace
 
 GpuSpec find_gpu(std::string_view name) { return find_in(gpu_table(), name, "gpu"); }
+
+bool device_is(const GpuSpec& gpu, std::string_view device_name) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string model = lower(gpu.name.substr(0, gpu.name.find('-')));
+  return !model.empty() && lower(device_name).find(model) != std::string::npos;
+}
 NicSpec find_nic(std::string_view name) { return find_in(nic_table(), name, "nic"); }
 SwitchSpec find_switch(std::string_view name) { return find_in(switch_table(), name, "switch"); }
 

@@ -10,6 +10,7 @@
 #include "sim/app/commands.h"
 #include "sim/error.h"
 #include "sim/units.h"
+#include "topology/catalog.h"
 #include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
 #include "traces/kineto/samples.h"
@@ -119,7 +120,17 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   if (!coll_note.empty()) cal.collectives.note = coll_note;
   wl::calibrate_host(std::move(intervals), std::move(gaps), cal);
 
+  // Traces measured on another model than --cluster's accelerator fit that other device: say so.
+  std::string other_device;
+  for (const auto& r : ranks)
+    if (!r.device.empty() && !topo::device_is(gpu, r.device)) other_device = r.device;
+  const std::string mismatch =
+      other_device.empty() ? ""
+                           : "the traces were measured on '" + other_device + "', not on " + opt.cluster + "'s " +
+                                 gpu.name + ": the profile describes the traces' device under " + gpu.name + "'s name";
+  if (!mismatch.empty()) std::fprintf(stderr, "clustersim calibrate: warning: %s\n", mismatch.c_str());
   std::string header = "# Hardware profile fitted by `clustersim calibrate` (load it with cluster.profile.file).\n";
+  if (!mismatch.empty()) header += "# Warning: " + mismatch + ".\n";
   header += "# GPU " + gpu.name + ", cluster of " + opt.cluster + "; fitted on:";
   for (size_t i = 0; i < ranks.size(); ++i)
     header.append(i == job_ranks ? "\n# tested on: " : " ").append(ranks[i].file);

@@ -118,6 +118,13 @@ int cmd_replay(const ReplayOptions& opt) {
     src = std::make_unique<wl::Scenario>(
         wl::bind_scenario(sim::ConfigDoc::load_file(opt.measured_on), opt.measured_on, /*with_workload=*/false));
     ro.scaling = kernel_scaling(src->cluster.gpu, src->cluster.profile, sc->cluster.gpu, sc->cluster.profile);
+    // The scaling starts from --measured-on's accelerator: traces from another model start wrong.
+    for (const auto& r : ranks)
+      if (!r.device.empty() && !topo::device_is(src->cluster.gpu, r.device)) {
+        std::fprintf(stderr, "clustersim replay: warning: %s was measured on '%s', not on %s's %s\n", r.file.c_str(),
+                     r.device.c_str(), opt.measured_on.c_str(), src->cluster.gpu.name.c_str());
+        break;
+      }
   }
   if (!chakra) rp = traces::replay_program(ranks, ro);
   const bool simulated_collectives = chakra || sc;

@@ -1251,6 +1251,16 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
   CliResult w = run({"calibrate", kineto[0], "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "/nonexistent/p.yaml"});
   expect_one_error_line(w);
   EXPECT_TRUE(contains(w.err, "--output")) << w.err;
+  // A V100's trace fitted as an H100's profile: written, with a warning on stderr and in the file.
+  CliResult h = run({"calibrate", kineto[0], "--cluster",
+                     (kSourceDir / "workloads/scenarios/dgx-h100-collectives.yaml").string(), "-o", "h.yaml", "-q"});
+  ASSERT_EQ(h.status, 0) << h.err;
+  EXPECT_TRUE(contains(h.err, "warning: the traces were measured on 'Tesla V100-SXM2-32GB'")) << h.err;
+  EXPECT_TRUE(contains(read_text(file("h.yaml")), "# Warning: the traces were measured on 'Tesla V100-SXM2-32GB'"));
+  // On the V100's own cluster, no warning.
+  CliResult v = run({"calibrate", kineto[0], "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "v.yaml", "-q"});
+  ASSERT_EQ(v.status, 0) << v.err;
+  EXPECT_FALSE(contains(v.err, "warning")) << v.err;
 }
 
 TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) {

@@ -49,6 +49,16 @@ TEST(CatalogGpu, A100H200B200MatchDatasheet) {
   EXPECT_DOUBLE_EQ(b.power_W, 1000);
 }
 
+TEST(CatalogGpu, DeviceNamesAsCudaReportsThemAreMatchedToTheirEntry) {
+  // Names from the traces in tests/data (deviceProperties) and an A100's as HTA's sample gives it.
+  EXPECT_TRUE(device_is(find_gpu("v100-sxm2"), "Tesla V100-SXM2-32GB"));
+  EXPECT_TRUE(device_is(find_gpu("h100-sxm"), "NVIDIA H100 80GB HBM3"));
+  EXPECT_TRUE(device_is(find_gpu("h200"), "NVIDIA H200"));
+  EXPECT_TRUE(device_is(find_gpu("a100-sxm"), "NVIDIA A100-PG509-200"));
+  EXPECT_FALSE(device_is(find_gpu("h100-sxm"), "Tesla V100-SXM2-32GB"));
+  EXPECT_FALSE(device_is(find_gpu("h100-sxm"), "NVIDIA H200"));
+}
+
 TEST(CatalogGpu, TpuChipsMatchCloudDocs) {
   const GpuSpec v4 = find_gpu("tpu-v4");
   EXPECT_EQ(v4.kind, AcceleratorKind::kTpu);

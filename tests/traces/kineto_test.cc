@@ -45,6 +45,7 @@ TEST(Kineto, ReadsTheGpuActivityOfARank) {
   KinetoRank r = read_kineto(dlrm_files()[0]);
   EXPECT_EQ(r.rank, 0);
   EXPECT_EQ(r.world, 8);
+  EXPECT_EQ(r.device, "Tesla V100-SXM2-32GB");  // the trace's deviceProperties[0].name
   ASSERT_EQ(r.activity.size(), 261u);
   std::set<uint32_t> streams;
   std::vector<const GpuActivity*> nccl;

@@ -119,6 +119,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     if (in_args() && key_ == "Process Group Name") ev_.pg_name = v;
     if (in_args() && key_ == "Process Group Ranks") ev_.pg_ranks = v;
     if (depth_ == 5 && list_ == 2) ev_.types.push_back(v);
+    // deviceProperties: [{"id": 0, "name": "...", ...}, ...]: the first device's name.
+    if (depth_ == 3 && top_key_ == "deviceProperties" && key_ == "name" && out_.device.empty()) out_.device = v;
     if (depth_ == 1 && key_ == "schema") {
       saw_schema_ = true;
       schema_ = v;

@@ -80,6 +80,7 @@ struct KinetoRank {
   std::vector<GpuActivity> activity;  // by start time
   std::vector<CpuOp> ops;             // with KinetoReadOptions::ops
   std::vector<ProcessGroup> groups;   // the process groups its NCCL kernels name
+  std::string device;                 // deviceProperties[0].name ("NVIDIA H100 80GB HBM3"); "" when absent
   int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
   int64_t last_end_ns() const;        // the end of the last GPU activity to finish
 };
