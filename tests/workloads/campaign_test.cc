@@ -765,6 +765,24 @@ namespace wl {
 namespace {
 // What an MPI rank sends back for a trial must decode to the very same doubles (hexadecimal
 // floating point loses nothing), or the summary on many ranks would differ from one process's.
+TEST(CampaignText, AMeanOutsideItsBandIsExplained) {
+  // 99 trials at ETTR 0.99 and one at 0.5: mean 0.9851, below the 2.5-97.5th percentile band
+  // [0.99, 0.99], which holds the 99. The text says why instead of leaving it to look wrong.
+  CampaignSpec spec;
+  spec.duration_s = 54 * kDay;
+  CampaignSummary s;
+  s.ettr = Estimate{0.9851, 0.99, 0.99};
+  const std::string below = campaign_summary_text(spec, s);
+  EXPECT_NE(below.find("ETTR 98.51% [99.00%, 99.00%] (mean and 2.5-97.5th percentile over trials; the mean lies below "
+                       "the band: a few trials fared far worse than the rest)"),
+            std::string::npos)
+      << below;
+  s.ettr = Estimate{0.99, 0.98, 0.995};  // inside: nothing added
+  const std::string inside = campaign_summary_text(spec, s);
+  EXPECT_NE(inside.find("ETTR 99.00% [98.00%, 99.50%] (mean and 2.5-97.5th percentile over trials)\n"), std::string::npos)
+      << inside;
+}
+
 TEST(CampaignTrialText, RoundTripIsExact) {
   TrialResult r;
   r.wall_s = 1.0 / 3.0;

@@ -1392,12 +1392,19 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
           spec.checkpoint.in_memory ? ", in-memory peer copies" : "");
   appendf(o, "  optimum interval for delta = %s, M = %s: Young %s, Daly %s\n", dur(s.checkpoint_stall_s).c_str(),
           dur(s.job_mtbf_s).c_str(), dur(s.young_s).c_str(), dur(s.daly_s).c_str());
-  appendf(o, "  ETTR %.2f%% [%.2f%%, %.2f%%] (mean and 2.5-97.5th percentile over trials)\n", 100 * s.ettr.mean,
-          100 * s.ettr.lo, 100 * s.ettr.hi);
-  appendf(o, "  goodput %.4g tokens/s [%.4g, %.4g], %.1f%% of the failure-free %.4g tokens/s\n",
+  // A mean outside its own 2.5-97.5th percentile band: fewer than 2.5% of the trials lie far out
+  // on one side (a heavy tail), which a reader would otherwise take for an error.
+  auto tail = [](const auto& e) -> std::string {
+    if (e.mean < e.lo) return "; the mean lies below the band: a few trials fared far worse than the rest";
+    if (e.mean > e.hi) return "; the mean lies above the band: a few trials fared far better than the rest";
+    return "";
+  };
+  appendf(o, "  ETTR %.2f%% [%.2f%%, %.2f%%] (mean and 2.5-97.5th percentile over trials%s)\n", 100 * s.ettr.mean,
+          100 * s.ettr.lo, 100 * s.ettr.hi, tail(s.ettr).c_str());
+  appendf(o, "  goodput %.4g tokens/s [%.4g, %.4g], %.1f%% of the failure-free %.4g tokens/s%s\n",
           s.goodput_tokens_per_s.mean, s.goodput_tokens_per_s.lo, s.goodput_tokens_per_s.hi,
           s.ideal_tokens_per_s > 0 ? 100 * s.goodput_tokens_per_s.mean / s.ideal_tokens_per_s : 0.0,
-          s.ideal_tokens_per_s);
+          s.ideal_tokens_per_s, tail(s.goodput_tokens_per_s).empty() ? "" : " (the mean lies outside the band)");
   appendf(o, "  wall time %s\n", est_h(s.wall_h).c_str());
   appendf(o, "  interruptions %.1f [%.0f, %.0f], unexpected %.1f [%.0f, %.0f]:", s.interruptions.mean,
           s.interruptions.lo, s.interruptions.hi, s.unexpected_interruptions.mean, s.unexpected_interruptions.lo,
