@@ -1373,8 +1373,9 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
   std::string o;
   const CampaignDefaults& j = spec.job;
   const bool islands = spec.policy == CampaignPolicy::kIslands;
-  appendf(o, "Campaign: policy %s, %lld nodes x %lld GPUs%s, ", policy_name(spec.policy),
-          static_cast<long long>(j.job_nodes), static_cast<long long>(j.gpus_per_node),
+  appendf(o, "Campaign: policy %s, %s x %s%s, ", policy_name(spec.policy),
+          sim::count_noun(static_cast<uint64_t>(j.job_nodes), "node", "nodes").c_str(),
+          sim::count_noun(static_cast<uint64_t>(j.gpus_per_node), "GPU", "GPUs").c_str(),
           islands ? (" per island, " + std::to_string(j.islands) + " islands").c_str() : "");
   if (spec.duration_s > 0)
     appendf(o, "%s of wall time", dur(spec.duration_s).c_str());

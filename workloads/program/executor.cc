@@ -148,7 +148,7 @@ ProgramExecutor::ProgramExecutor(topo::ClusterResources& res, CollectiveRuntime&
       for (uint32_t i = 0; i < cm.members.size(); ++i) {
         if (cm.members[i] >= n)
           throw sim::UserError("communicator '" + cm.name + "' lists rank " + std::to_string(cm.members[i]) +
-                               " but the job has " + std::to_string(n) + " ranks");
+                               " but the job has " + sim::count_noun(n, "rank", "ranks"));
         pos.emplace_back(cm.members[i], i);
       }
       std::sort(pos.begin(), pos.end());

@@ -267,7 +267,8 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
                                     : std::to_string(static_cast<uint64_t>(ranks));
     p.fail("tp x cp x pp x dp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
            std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
-           product + " ranks, but the cluster has " + std::to_string(gpus) + " GPUs");
+           product + (product == "1" ? " rank" : " ranks") + ", but the cluster has " +
+           sim::count_noun(gpus, "GPU", "GPUs"));
   }
   // FP8 needs an FP8 tensor path (Hopper and later): on a GPU without one the run would silently
   // fall back to another precision's peak.
