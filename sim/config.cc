@@ -680,7 +680,7 @@ ConfigDoc ConfigDoc::load_file(const std::string& path) {
 
 void ConfigDoc::apply_override(std::string_view assignment, std::string_view label) {
   SIM_ASSERT(!state_->bound, "--set overrides must be applied before binding starts");
-  std::string what = "--set " + std::string(assignment);
+  std::string what = label.empty() ? "--set " + std::string(assignment) : std::string(label);
   size_t eq = assignment.find('=');
   if (eq == std::string_view::npos) throw ConfigError(what + ": expected key.path=value");
   auto trim = [](std::string_view s) {
@@ -709,8 +709,9 @@ void ConfigDoc::apply_override(std::string_view assignment, std::string_view lab
   } catch (const YAML::Exception& e) {
     throw ConfigError(what + ": bad value: " + e.msg);
   }
-  check_size(value, "--set " + std::string(path), false);
-  check_keys(value, std::string(path), "--set " + std::string(path), false);
+  const std::string where = label.empty() ? "--set " + std::string(path) : std::string(label);
+  check_size(value, where, false);
+  check_keys(value, std::string(path), where, false);
 
   // A segment may index a list: tiers[0] is element 0 of the list `tiers` (which must exist and
   // be long enough: --set edits a list, it does not grow one).

@@ -297,8 +297,13 @@ bool device_is(const GpuSpec& gpu, std::string_view device_name) {
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
   };
+  // As a word of its own: "b200" is not "NVIDIA GB200", nor "h200" "NVIDIA GH200".
   const std::string model = lower(gpu.name.substr(0, gpu.name.find('-')));
-  return !model.empty() && lower(device_name).find(model) != std::string::npos;
+  const std::string device = lower(device_name);
+  if (model.empty()) return false;
+  for (size_t at = device.find(model); at != std::string::npos; at = device.find(model, at + 1))
+    if (at == 0 || !std::isalnum(static_cast<unsigned char>(device[at - 1]))) return true;
+  return false;
 }
 NicSpec find_nic(std::string_view name) { return find_in(nic_table(), name, "nic"); }
 SwitchSpec find_switch(std::string_view name) { return find_in(switch_table(), name, "switch"); }

@@ -92,8 +92,9 @@ struct SwitchSpec {
 // Copies of catalog entries. Unknown names throw sim::TopologyError listing the known names.
 GpuSpec find_gpu(std::string_view name);
 // Whether a device name as CUDA reports it ("Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3") is
-// the catalog entry's model: the entry name's first part ("v100", "h100") appears in it, case
-// aside. A hint for checking traces against a cluster, not an identification.
+// the catalog entry's model: the entry name's first part ("v100", "h100") appears in it as the
+// start of a word, case aside ("NVIDIA GH200" is not an h200). A hint for checking traces against a
+// cluster, not an identification.
 bool device_is(const GpuSpec& gpu, std::string_view device_name);
 NicSpec find_nic(std::string_view name);
 SwitchSpec find_switch(std::string_view name);

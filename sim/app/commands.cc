@@ -221,8 +221,11 @@ int cmd_run(const RunOptions& opt) {
   if (opt.check) {
     wl::check_scenario(sc);
     if (!quiet)
-      std::printf("%s: checked (workload kind %s, %u GPUs); nothing simulated\n", sc.name.c_str(),
-                  std::string(sc.kind->name).c_str(), sc.topology->num_gpus());
+      std::printf("%s: checked (workload kind %s, %s); nothing simulated\n", sc.name.c_str(),
+                  std::string(sc.kind->name).c_str(),
+                  sc.cluster.gpu.kind == topo::AcceleratorKind::kTpu
+                      ? count_noun(sc.topology->num_gpus(), "chip", "chips").c_str()
+                      : count_noun(sc.topology->num_gpus(), "GPU", "GPUs").c_str());
     if (!opt.fingerprint.empty()) {
       std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
       append_file(opt.fingerprint, name + " checked-only\n");
@@ -333,7 +336,12 @@ int cmd_faults(const FaultsOptions& opt) {
   if (opt.seed) overrides.push_back("seed=" + std::to_string(parse_seed(*opt.seed, "--seed")));
   refuse_stdout(opt.step_cache, "--step-cache", "the cache is read back and appended to");
   std::vector<std::pair<std::string, std::string>> options;
-  if (!opt.step_cache.empty()) options.emplace_back("workload.step_cache=" + opt.step_cache, "--step-cache");
+  if (!opt.step_cache.empty()) {
+    // A file name, not YAML: quoted, so that '#', ': ' or '[' stay part of it.
+    std::string quoted = "\"";
+    for (char c : opt.step_cache) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    options.emplace_back("workload.step_cache=" + quoted + "\"", "--step-cache");
+  }
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, "", options);
   if (sc.kind->name != "campaign")
     throw sim::UserError((opt.scenario.empty() ? std::string("the default scenario") : opt.scenario) + ": workload.kind is '" +
@@ -386,8 +394,8 @@ int cmd_faults(const FaultsOptions& opt) {
   if (!quiet) std::fputs(result.summary().c_str(), stdout);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (!quiet && ranks > 1)
-    std::printf("\ncampaign simulated in %.2f s of wall time on %d MPI ranks (%d %s trials)\n", wall_s, ranks,
-                ranks - 1, ranks - 1 == 1 ? "runs" : "run");
+    std::printf("\ncampaign simulated in %.2f s of wall time on %d MPI ranks (%s running trials)\n", wall_s, ranks,
+                count_noun(static_cast<uint64_t>(ranks - 1), "rank", "ranks").c_str());
   else if (!quiet)
     std::printf("\ncampaign simulated in %.2f s of wall time on %s\n", wall_s,
                 count_noun(static_cast<uint64_t>(ctx.threads), "thread", "threads").c_str());

@@ -227,9 +227,12 @@ int cmd_sweep(const SweepOptions& opt) {
         row.error = out.result->problem();
       }
       row.result["events"] = out.events;
-    } catch (const std::exception& e) {
+    } catch (const sim::UserError& e) {  // the scenario refused this point
       row.status = "error";
       row.error = e.what();
+    } catch (const std::exception& e) {  // not the input's fault (out of memory, an internal error)
+      row.status = "failed";
+      row.error = std::string("internal error: ") + e.what();
     }
   };
   if (mpi_size() > 1) {
@@ -329,7 +332,8 @@ int cmd_sweep(const SweepOptions& opt) {
                 count_noun(axes.size(), "axis", "axes").c_str());
     if (shards > 1) std::printf(" (shard %zu/%zu: %zu of them)", shard, shards, mine.size());
     if (mpi_size() > 1)
-      std::printf(" on %d MPI ranks (%d %s points)", mpi_size(), mpi_size() - 1, mpi_size() - 1 == 1 ? "runs" : "run");
+      std::printf(" on %d MPI ranks (%s running points)", mpi_size(),
+                  count_noun(static_cast<uint64_t>(mpi_size() - 1), "rank", "ranks").c_str());
     std::printf("\n\n");
     // Each axis's column as wide as its key or its widest value, at least 28, and two spaces apart.
     std::vector<int> width;
@@ -353,7 +357,9 @@ int cmd_sweep(const SweepOptions& opt) {
       if (err.size() > 100) err = err.substr(0, 97) + "...";
       std::printf("%-8s %12s %8s  %s\n", rows[n].status.c_str(), step, mfu, err.c_str());
     }
-    if (ok == mine.size())
+    if (mine.empty())
+      std::printf("\nthis shard has no points\n");
+    else if (ok == mine.size())
       std::printf("\n%s\n", mine.size() == 1   ? "the point ran"
                              : mine.size() == 2 ? "both points ran"
                                                 : ("all " + std::to_string(ok) + " points ran").c_str());

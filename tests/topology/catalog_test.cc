@@ -57,6 +57,9 @@ TEST(CatalogGpu, DeviceNamesAsCudaReportsThemAreMatchedToTheirEntry) {
   EXPECT_TRUE(device_is(find_gpu("a100-sxm"), "NVIDIA A100-PG509-200"));
   EXPECT_FALSE(device_is(find_gpu("h100-sxm"), "Tesla V100-SXM2-32GB"));
   EXPECT_FALSE(device_is(find_gpu("h100-sxm"), "NVIDIA H200"));
+  // Grace superchips are other parts: GH200 is not an H200, GB200 not a B200.
+  EXPECT_FALSE(device_is(find_gpu("h200"), "NVIDIA GH200 480GB"));
+  EXPECT_FALSE(device_is(find_gpu("b200"), "NVIDIA GB200"));
 }
 
 TEST(CatalogGpu, TpuChipsMatchCloudDocs) {

@@ -120,7 +120,11 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     if (in_args() && key_ == "Process Group Ranks") ev_.pg_ranks = v;
     if (depth_ == 5 && list_ == 2) ev_.types.push_back(v);
     // deviceProperties: [{"id": 0, "name": "...", ...}, ...]: the first device's name.
-    if (depth_ == 3 && top_key_ == "deviceProperties" && key_ == "name" && out_.device.empty()) out_.device = v;
+    if (depth_ == 3 && top_key_ == "deviceProperties" && key_ == "name" && out_.device.empty()) {
+      out_.device = v;  // printed in messages and in a profile's comment: one printable line
+      for (char& c : out_.device)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
     if (depth_ == 1 && key_ == "schema") {
       saw_schema_ = true;
       schema_ = v;

@@ -1363,11 +1363,11 @@ void ProgramExecutor::describe_pending(std::string& out, size_t max_lines) const
           const std::string& name = job_.comms[op.comm].name;
           const bool numbered = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
           out += numbered ? "waits for its group on communicator " + name : "waits for its " + name + " group";
-          if (arrived == members.size())
+          if (!members.empty() && arrived == members.size())
             out += " (all " + std::to_string(arrived) + " members arrived; it cannot start)";
-          else
-            out += " (" + std::to_string(arrived) + " of " + std::to_string(size) + " members arrived; missing: " +
-                   missing + ")";
+          else if (!members.empty())
+            out += " (" + std::to_string(arrived) + " of " + std::to_string(members.size()) +
+                   " members arrived; missing: " + missing + ")";
         } else if (op.kind == OpKind::kRecv) {
           uint32_t peer = 0;
           out += "waits for message " + std::to_string(op.tag) + " from rank " +

@@ -100,7 +100,8 @@ TrainingStep::TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu,
         sim::format_bytes(result_.device_bytes) + " after cluster.profile.context_memory " +
         sim::format_bytes(static_cast<double>(job_.profile.context_memory)) + " and nccl_memory " +
         sim::format_bytes(static_cast<double>(job_.profile.nccl_memory)) + " for each of " +
-        std::to_string(result_.communicators) + " communicators); set workload.memory.allow_oom: true to simulate anyway");
+        sim::count_noun(static_cast<uint64_t>(result_.communicators), "communicator", "communicators") +
+        "); set workload.memory.allow_oom: true to simulate anyway");
   result_.tokens_per_step = plan_.tokens_per_step;
   model_flops_per_step_ = plan_.model_flops_per_step;
   jp_ = training_job_program(job_, plan_, ts.algorithm_at);

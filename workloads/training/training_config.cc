@@ -298,9 +298,11 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
       sim::ConfigNode where = by_batch                 ? w.child("training").child("global_batch")
                               : model.has("layers") ? model.child("layers")
                                                     : model;
+      // Raising pp shortens each rank's program (the 2^26 bound) but not the stages' programs
+      // together (micro-batches x all layers; fewer replicas even mean more micro-batches each).
       const std::string hint = by_batch ? "; global_batch counts sequences of seq_len tokens, not tokens: lower it, or "
                                           "raise micro_batch or dp"
-                                        : "; use fewer layers, or raise pp";
+                                        : too_many ? "; use fewer layers, or raise pp" : "; use fewer layers";
       if (too_many)
         where.fail(std::to_string(j.micro_batches()) + " micro-batches per rank x " +
                    std::to_string(static_cast<long long>(layers)) +
