@@ -139,8 +139,7 @@ wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& 
                        const std::string& max_memory = "",
                        const std::vector<std::pair<std::string, std::string>>& options = {}) {
   const uint64_t limit = max_memory_bytes(max_memory);
-  sim::ConfigDoc doc = path.empty() ? sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default scenario>")
-                                    : sim::ConfigDoc::load_file(path);
+  sim::ConfigDoc doc = load_scenario(path);
   for (const auto& o : overrides) doc.apply_override(o);
   for (const auto& [assignment, option] : options) doc.apply_override(assignment, option);
   return wl::bind_scenario(std::move(doc), path.empty() ? "default" : path, with_workload, limit);
@@ -149,6 +148,11 @@ wl::Scenario bind_file(const std::string& path, const std::vector<std::string>& 
 }  // namespace
 
 const char* default_scenario_yaml() { return wl::default_scenario_yaml(); }
+
+sim::ConfigDoc load_scenario(const std::string& path) {
+  return path.empty() ? sim::ConfigDoc::load_string(wl::default_scenario_yaml(), "<default scenario>")
+                      : sim::ConfigDoc::load_file(path);
+}
 
 bool show_progress(bool quiet) { return !quiet && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO); }
 

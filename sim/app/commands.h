@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/config.h"
 #include "sim/simulation.h"
 #include "sim/units.h"
 
@@ -157,5 +158,7 @@ uint64_t max_memory_bytes(const std::string& text);
 
 // The scenario `clustersim run` uses when given no file.
 const char* default_scenario_yaml();
+// The scenario file at `path`, or the built-in default when `path` is empty, not yet bound.
+sim::ConfigDoc load_scenario(const std::string& path);
 
 }  // namespace app

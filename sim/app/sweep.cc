@@ -139,13 +139,9 @@ int cmd_sweep(const SweepOptions& opt) {
   check_output(opt.json, "--json");
   const uint64_t max_memory = max_memory_bytes(opt.max_memory);
   // One point's scenario, bound (not run): the --set overrides, then each axis's value.
-  auto load = [&] {
-    return opt.scenario.empty() ? sim::ConfigDoc::load_string(default_scenario_yaml(), "<default scenario>")
-                                : sim::ConfigDoc::load_file(opt.scenario);
-  };
-  load();  // a missing or malformed file is an error, not a row per point
+  load_scenario(opt.scenario);  // a missing or malformed file is an error, not a row per point
   auto bind = [&](const std::vector<std::string>& values) {
-    sim::ConfigDoc doc = load();
+    sim::ConfigDoc doc = load_scenario(opt.scenario);
     for (const auto& o : opt.overrides) doc.apply_override(o);
     for (size_t k = 0; k < axes.size(); ++k) {
       try {
