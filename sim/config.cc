@@ -336,7 +336,6 @@ ConfigNode ConfigNode::make_child(std::string_view key) const {
 
 void ConfigNode::refuse_moved(std::string_view key, std::string_view where_now) const {
   if (!rec_->node.IsMap() || !lookup(rec_->node, key).has_value()) return;
-  rec_->doc->note_asked(rec_->path, key);  // child() asks; the error ends the binding anyway
   child(key).fail("moved: " + std::string(where_now));
 }
 
@@ -709,7 +708,7 @@ void ConfigDoc::apply_override(std::string_view assignment, std::string_view lab
   } catch (const YAML::Exception& e) {
     throw ConfigError(what + ": bad value: " + e.msg);
   }
-  const std::string where = label.empty() ? "--set " + std::string(path) : std::string(label);
+  std::string where = label.empty() ? "--set " + std::string(path) : std::string(label);
   check_size(value, where, false);
   check_keys(value, std::string(path), where, false);
 
@@ -767,7 +766,7 @@ void ConfigDoc::apply_override(std::string_view assignment, std::string_view lab
     cur.reset(e->value);
   }
   state_->overrides.emplace_back(path);
-  state_->labels.push_back(label.empty() ? "--set " + std::string(path) : std::string(label));
+  state_->labels.push_back(std::move(where));
 }
 
 ConfigNode ConfigDoc::root() const {
