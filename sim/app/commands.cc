@@ -220,6 +220,16 @@ int cmd_run(const RunOptions& opt) {
   check_output(opt.resolved, "--resolved");
   check_output(opt.fingerprint, "--fingerprint");
   check_output(opt.trace.empty() ? sc.trace : opt.trace, opt.trace.empty() ? "output.trace" : "--trace");
+  // --trace-ranks is checked like every other input, also by --check (output.trace_ranks was, at
+  // binding); without a trace or a fingerprint it would select nothing, which is said.
+  for (uint32_t r : opt.trace_ranks) {
+    if (r >= sc.topology->num_gpus())
+      throw sim::UserError("--trace-ranks: rank " + std::to_string(r) + " is outside the cluster (0.." +
+                           std::to_string(sc.topology->num_gpus() - 1) + ")");
+  }
+  const std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
+  if (!opt.trace_ranks.empty() && trace_path.empty() && opt.fingerprint.empty())
+    std::fprintf(stderr, "clustersim: note: --trace-ranks does nothing without --trace (or output.trace)\n");
   // The scenario actually run ("-": printed), to copy and edit.
   if (!opt.resolved.empty()) write_output(opt.resolved, sc.doc.resolved_yaml());
   if (opt.check) {
@@ -239,7 +249,6 @@ int cmd_run(const RunOptions& opt) {
 
   sim::Simulation sim(sc.seed);
   sim.set_log(opt.log);
-  std::string trace_path = opt.trace.empty() ? sc.trace : opt.trace;
   std::unique_ptr<traces::ChromeTraceWriter> trace;
   std::unique_ptr<sim::FingerprintObserver> fingerprint;
   std::vector<uint32_t> ranks;
@@ -248,11 +257,6 @@ int cmd_run(const RunOptions& opt) {
     if (ranks.empty()) ranks = sc.job->default_trace_ranks();  // a training step: one per pipeline stage
     if (ranks.empty())
       for (uint32_t g = 0; g < std::min<uint32_t>(16, sc.topology->num_gpus()); ++g) ranks.push_back(g);
-    for (uint32_t r : ranks) {
-      if (r >= sc.topology->num_gpus())
-        throw sim::UserError("--trace-ranks: rank " + std::to_string(r) + " is outside the cluster (0.." +
-                             std::to_string(sc.topology->num_gpus() - 1) + ")");
-    }
   }
   if (!opt.fingerprint.empty()) {
     fingerprint = std::make_unique<sim::FingerprintObserver>();

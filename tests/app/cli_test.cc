@@ -2094,6 +2094,22 @@ TEST_F(CliErrors, SeedIsANonNegativeIntegerAndItsErrorsNameSeed) {
   EXPECT_TRUE(contains(r.out, "seed: 9223372036854775807\n")) << r.out.substr(0, 300);
 }
 
+TEST_F(CliErrors, TraceRanksAreCheckedByCheckAndSaidToDoNothingWithoutATrace) {
+  // The default scenario has 8 nodes of 8 GPUs: ranks 0..63. --check refuses rank 64 as the run
+  // does, before anything is simulated.
+  CliResult r = run({"run", "--check", "--trace-ranks", "3,64"});
+  EXPECT_EQ(r.status, 2);
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--trace-ranks: rank 64 is outside the cluster (0..63)")) << r.err;
+  // Ranks in range without a trace or fingerprint to put them in: a note, and the run goes on.
+  r = run({"run", "--check", "--trace-ranks", "3"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "--trace-ranks does nothing without --trace")) << r.err;
+  r = run({"run", "--check", "--trace-ranks", "3", "--trace", "t.json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
   CliResult r = run({"runn"});
   expect_one_error_line(r);
