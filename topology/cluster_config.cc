@@ -86,8 +86,10 @@ FatTreeSpec bind_fat_tree(const sim::ConfigNode& so, const ClusterSpec& spec) {
                plural + ": N`");
       tier.group_size = static_cast<uint32_t>(t.get_int_in(by_groups ? "groups" : plural, 1, 1 << 30));
     }
-    tier.oversubscription = t.get_double_in("oversubscription", 1.0, 1e6, 1.0);
-    tier.uplinks = static_cast<uint32_t>(t.get_int_in("uplinks", 1, 1 << 20, 1));
+    // The leaf tier has neither (read only when given, so that --resolved does not write keys the
+    // README says it does not take).
+    if (i > 0 || t.has("oversubscription")) tier.oversubscription = t.get_double_in("oversubscription", 1.0, 1e6, 1.0);
+    if (i > 0 || t.has("uplinks")) tier.uplinks = static_cast<uint32_t>(t.get_int_in("uplinks", 1, 1 << 20, 1));
     if (i == 0 && (tier.oversubscription != 1.0 || tier.uplinks != 1))
       t.fail("the leaf tier takes no oversubscription or uplinks: GPUs enter it through their own NIC; "
              "set them on the tier above");

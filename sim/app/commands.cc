@@ -25,6 +25,7 @@
 #include "topology/catalog.h"
 #include "traces/chakra/chakra.h"
 #include "traces/chrome/chrome_trace.h"
+#include "workloads/job/format.h"
 #include "workloads/job/scenario.h"
 #include "workloads/model/transformer.h"
 
@@ -428,7 +429,10 @@ int cmd_topology(const TopologyOptions& opt) {
   return 0;
 }
 
-int cmd_catalog() {
+int cmd_catalog(const CatalogOptions& opt) {
+  using wl::appendf;
+  check_output(opt.json, "--json");
+  const bool quiet = output_to_stdout({{opt.json, "--json"}});
   // A precision the part has no tensor path for (peak 0) is "n/a", not 0 TFLOP/s.
   auto peak = [](double flops) {
     char buf[16];
@@ -436,28 +440,92 @@ int cmd_catalog() {
     else std::snprintf(buf, sizeof buf, "n/a");
     return std::string(buf);
   };
-  std::printf("accelerators (dense peak TFLOP/s per precision, n/a: no tensor path for it; scale-up per accelerator\n"
-              "per direction: NVLink for GPUs, the sum of a TPU chip's ICI links):\n");
-  std::printf("  %-10s %6s %6s %6s %9s %9s  %s\n", "name", "bf16", "fp16", "fp8", "HBM GiB", "HBM GB/s",
-              "scale-up GB/s");
+  nlohmann::ordered_json accelerators = nlohmann::ordered_json::array(), nics = accelerators, switches = accelerators,
+                         models = accelerators;
+  std::string o;
+  o += "accelerators (dense peak TFLOP/s per precision, n/a: no tensor path for it; scale-up per accelerator\n"
+       "per direction: NVLink for GPUs, the sum of a TPU chip's ICI links):\n";
+  appendf(o, "  %-10s %6s %6s %6s %9s %9s  %s\n", "name", "bf16", "fp16", "fp8", "HBM GiB", "HBM GB/s", "scale-up GB/s");
   for (const auto& n : topo::gpu_names()) {
     auto g = topo::find_gpu(n);
+    const bool tpu = g.kind == topo::AcceleratorKind::kTpu;
     char up[64];
-    if (g.kind == topo::AcceleratorKind::kTpu)
+    if (tpu)
       std::snprintf(up, sizeof up, "%.0f ICI (%u links x %.0f)", g.scale_up_bandwidth_Bps / 1e9, g.ici_links_per_chip,
                     g.ici_link_bandwidth_Bps / 1e9);
     else
       std::snprintf(up, sizeof up, "%.0f NVLink", g.scale_up_bandwidth_Bps / 1e9);
-    std::printf("  %-10s %6s %6s %6s %9.1f %9.0f  %s\n", n.c_str(), peak(g.peak_bf16_flops).c_str(),
-                peak(g.peak_fp16_flops).c_str(), peak(g.peak_fp8_flops).c_str(),
-                static_cast<double>(g.hbm_capacity_bytes) / (1ull << 30), g.hbm_bandwidth_Bps / 1e9, up);
+    appendf(o, "  %-10s %6s %6s %6s %9.1f %9.0f  %s\n", n.c_str(), peak(g.peak_bf16_flops).c_str(),
+            peak(g.peak_fp16_flops).c_str(), peak(g.peak_fp8_flops).c_str(),
+            static_cast<double>(g.hbm_capacity_bytes) / (1ull << 30), g.hbm_bandwidth_Bps / 1e9, up);
+    nlohmann::ordered_json a;
+    a["name"] = n;
+    a["kind"] = tpu ? "tpu" : "gpu";
+    // Peaks in FLOP/s; 0: no tensor path for that precision.
+    a["peak_flops"] = {{"bf16", g.peak_bf16_flops}, {"fp16", g.peak_fp16_flops}, {"fp8", g.peak_fp8_flops},
+                       {"tf32", g.peak_tf32_flops}, {"fp32", g.peak_fp32_flops}};
+    a["hbm_bytes"] = g.hbm_capacity_bytes;
+    a["hbm_bandwidth_Bps"] = g.hbm_bandwidth_Bps;
+    a["scale_up_bandwidth_Bps"] = g.scale_up_bandwidth_Bps;
+    if (tpu) {
+      a["ici_links_per_chip"] = g.ici_links_per_chip;
+      a["ici_link_bandwidth_Bps"] = g.ici_link_bandwidth_Bps;
+    }
+    a["source"] = g.source;
+    accelerators.push_back(std::move(a));
   }
-  std::printf("NICs:\n");
-  for (const auto& n : topo::nic_names()) std::printf("  %s (%.0f Gb/s)\n", n.c_str(), topo::find_nic(n).bandwidth_Bps * 8 / 1e9);
-  std::printf("switches:\n");
-  for (const auto& n : topo::switch_names()) std::printf("  %s\n", n.c_str());
-  std::printf("model presets:\n");
-  for (const auto& n : wl::model_preset_names()) std::printf("  %s\n", n.c_str());
+  o += "NICs (line rate per direction):\n";
+  for (const auto& n : topo::nic_names()) {
+    const topo::NicSpec nic = topo::find_nic(n);
+    appendf(o, "  %-14s %4.0f Gb/s\n", n.c_str(), nic.bandwidth_Bps * 8 / 1e9);
+    nics.push_back({{"name", n}, {"bandwidth_Bps", nic.bandwidth_Bps}, {"source", nic.source}});
+  }
+  o += "switches (ports, per port per direction):\n";
+  for (const auto& n : topo::switch_names()) {
+    const topo::SwitchSpec sw = topo::find_switch(n);
+    appendf(o, "  %-14s %3u ports x %3.0f GB/s\n", n.c_str(), sw.ports, sw.port_bandwidth_Bps / 1e9);
+    switches.push_back({{"name", n},
+                        {"ports", sw.ports},
+                        {"port_bandwidth_Bps", sw.port_bandwidth_Bps},
+                        {"port_to_port_latency_ns", sw.port_to_port_latency.count_ns()},
+                        {"source", sw.source}});
+  }
+  o += "model presets (parameters: the whole model, embeddings included; kv: key/value heads):\n";
+  appendf(o, "  %-16s %9s %6s %6s %6s %5s %4s %7s  %s\n", "name", "params", "layers", "hidden", "ffn", "heads", "kv",
+          "vocab", "block");
+  for (const auto& n : wl::model_preset_names()) {
+    const wl::ModelSpec m = wl::find_model_preset(n);
+    const wl::ParamCounts pc = wl::count_params(m);
+    const char* mlp = m.mlp == wl::MlpKind::kSwiGlu ? "swiglu" : "gelu";
+    std::string block = mlp;
+    block += m.tied_embeddings ? ", tied embeddings" : "";
+    block += m.parallel_block ? ", parallel attention+mlp" : "";
+    appendf(o, "  %-16s %8.2fB %6lld %6lld %6lld %5lld %4lld %7lld  %s\n", n.c_str(),
+            static_cast<double>(pc.total) / 1e9, static_cast<long long>(m.layers), static_cast<long long>(m.hidden),
+            static_cast<long long>(m.ffn_hidden), static_cast<long long>(m.heads), static_cast<long long>(m.kv_heads),
+            static_cast<long long>(m.vocab), block.c_str());
+    models.push_back({{"name", n},
+                      {"params", pc.total},
+                      {"layers", m.layers},
+                      {"hidden", m.hidden},
+                      {"ffn_hidden", m.ffn_hidden},
+                      {"heads", m.heads},
+                      {"kv_heads", m.kv_heads},
+                      {"head_dim", m.effective_head_dim()},
+                      {"vocab", m.vocab},
+                      {"mlp", mlp},
+                      {"tied_embeddings", m.tied_embeddings},
+                      {"parallel_block", m.parallel_block}});
+  }
+  if (!quiet) std::fputs(o.c_str(), stdout);
+  if (!opt.json.empty()) {
+    nlohmann::ordered_json j;
+    j["accelerators"] = std::move(accelerators);
+    j["nics"] = std::move(nics);
+    j["switches"] = std::move(switches);
+    j["models"] = std::move(models);
+    write_output(opt.json, j.dump(2) + "\n");
+  }
   return 0;
 }
 

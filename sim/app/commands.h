@@ -45,6 +45,10 @@ struct TopologyOptions {
   std::string max_memory;
 };
 
+struct CatalogOptions {
+  std::string json;  // the catalog as JSON (-: to stdout, and nothing else)
+};
+
 struct ValidateOptions {
   sim::Log* log = nullptr;  // diagnostics to stderr (-v, --log-level); null: none
   std::string rows = "all";  // megatron | llama3 | all
@@ -130,7 +134,7 @@ int cmd_calibrate(const CalibrateOptions& opt);
 int cmd_replay(const ReplayOptions& opt);
 int cmd_faults(const FaultsOptions& opt);
 int cmd_topology(const TopologyOptions& opt);
-int cmd_catalog();
+int cmd_catalog(const CatalogOptions& opt);
 // Predicted vs published throughput (sim/app/validate.cc); 1 when a row is outside tolerance.
 int cmd_validate(const ValidateOptions& opt);
 // Progress on a terminal: only when stdout and stderr are both terminals and not --quiet. The

@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("--dot", topo.dot, "Write the network graph in Graphviz DOT (-: to stdout, and nothing else)");
   topo_cmd->add_option("--max-memory", topo.max_memory, "Refuse a cluster whose model would need more memory than this");
 
+  app::CatalogOptions catalog;
   auto* catalog_cmd = app.add_subcommand("catalog", "List the accelerators, NICs, switches and model presets");
+  catalog_cmd->add_option("--json", catalog.json, "Write the catalog as JSON (-: to stdout, and nothing else)");
 
   app::ValidateOptions val;
   app::FaultsOptions faults;
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
                            "trials spread over the ranks); run other commands without mpirun");
     if (*run_cmd) return app::cmd_run(run);
     if (*topo_cmd) return app::cmd_topology(topo);
-    if (*catalog_cmd) return app::cmd_catalog();
+    if (*catalog_cmd) return app::cmd_catalog(catalog);
     if (*val_cmd) return app::cmd_validate(val);
     if (*faults_cmd) return app::cmd_faults(faults);
     if (*replay_cmd) return app::cmd_replay(replay);

@@ -1576,7 +1576,7 @@ TEST_F(CliSubcommands, CatalogListsH100) {
     std::istringstream words(l);
     std::string name;
     words >> name;
-    line[name] = l;
+    line.emplace(name, l);  // the first "name" line is the accelerators' header
   }
   EXPECT_TRUE(contains(line["name"], " bf16   fp16    fp8 ")) << r.out;
   EXPECT_TRUE(contains(line["v100-sxm2"], "   n/a    125    n/a ")) << r.out;
@@ -1585,6 +1585,35 @@ TEST_F(CliSubcommands, CatalogListsH100) {
   EXPECT_TRUE(contains(line["tpu-v5p"], " 600 ICI (6 links x 100)")) << r.out;
   EXPECT_TRUE(contains(line["h100-sxm"], " 450 NVLink")) << r.out;
   EXPECT_FALSE(contains(r.out, " 0 TFLOP/s")) << r.out;
+}
+
+TEST_F(CliSubcommands, CatalogGivesPresetSizesAndJson) {
+  // Llama 3 8B by hand: embeddings 128,256 x 4,096 = 525,336,576, untied, so twice; a layer has
+  // q and o 4,096^2 each, k and v 4,096 x 1,024 each (8 KV heads of 128), the SwiGLU MLP
+  // 3 x 4,096 x 14,336 and two norms of 4,096: 218,112,000; x 32 layers = 6,979,584,000; plus the
+  // final norm: 8,030,261,248 (the 8.03B of Meta's model card).
+  auto r = run({"catalog"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "  llama3-8b            8.03B     32   4096  14336    32    8  128256  swiglu\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "quantum-2       64 ports x  50 GB/s")) << r.out;
+  r = run({"catalog", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "stdout is the JSON and nothing else: " << r.out;
+  const auto named = [&](const char* list, const std::string& name) {
+    for (const auto& e : j[list])
+      if (e["name"] == name) return e;
+    ADD_FAILURE() << name << " is not in " << list;
+    return json();
+  };
+  EXPECT_EQ(named("models", "llama3-8b")["params"].get<int64_t>(), 8030261248);
+  EXPECT_EQ(named("models", "llama3-8b")["kv_heads"].get<int64_t>(), 8);
+  // Datasheets: H100 SXM 3.35 TB/s HBM3 and 989 dense BF16 TFLOP/s; ConnectX-7 400 Gb/s; QM9700 64 NDR ports.
+  EXPECT_DOUBLE_EQ(named("accelerators", "h100-sxm")["hbm_bandwidth_Bps"].get<double>(), 3.35e12);
+  EXPECT_DOUBLE_EQ(named("accelerators", "h100-sxm")["peak_flops"]["bf16"].get<double>(), 989e12);
+  EXPECT_DOUBLE_EQ(named("nics", "connectx-7")["bandwidth_Bps"].get<double>(), 50e9);
+  EXPECT_EQ(named("switches", "quantum-2")["ports"].get<int>(), 64);
+  EXPECT_FALSE(named("switches", "quantum-2")["source"].get<std::string>().empty());
 }
 
 }  // namespace

@@ -295,8 +295,8 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
           sim::format_bytes(r.capacity_bytes).c_str(), sim::format_bytes(r.device_bytes).c_str(),
           sim::format_bytes(r.reserved_bytes).c_str(), tpu ? "runtime's context" : "CUDA context", r.communicators,
           tpu ? "communicator buffer(s) (profile context_memory, nccl_memory)" : "NCCL communicator(s)");
-  appendf(o, "    %5s %11s %11s %11s %11s %11s %11s  %s\n", "stage", "params", "grads", "optimizer", "activations",
-          "buffers", "total", "");
+  appendf(o, "    %5s %11s %11s %11s %11s %11s %11s\n", "stage", "params", "grads", "optimizer", "activations",
+          "buffers", "total");
   for (const auto& m : r.memory) {
     bool ok = m.bytes.total() <= r.capacity_bytes;
     appendf(o, "    %5lld %11s %11s %11s %11s %11s %11s  %s\n", static_cast<long long>(m.stage),
