@@ -644,7 +644,8 @@ class Lane {
         pend_.valid = false;
         mem_ = cur_;
         mem_valid_ = plan_.in_memory;
-        replicas_down_ = 0;
+        // Every replica, except (elastic) those dropped before a planned stop, which rejoin later.
+        replicas_down_ = units_down_ * plan_.replicas_per_unit;
         if (drop_after_restart_ || round_failed_dropping()) {
           phase_ = Phase::kHold;
           acc_t_ = t;
@@ -663,9 +664,17 @@ class Lane {
   }
   bool round_failed_dropping() const { return plan_.islands && spec_.outer == OuterRule::kProceed && round_failed_; }
 
+  // An empty position the job needs to restart: one in a replica that runs (elastic: a dropped
+  // replica rejoins on its own once its nodes are back; without elastic every position runs).
+  bool active_empty() const {
+    for (int32_t s : empties_)
+      if (unit_active_[unit_of(s)]) return true;
+    return false;
+  }
+
   void enter_wait(double t) {
     fill(t);
-    if (empties_.empty()) {
+    if (!active_empty()) {
       enter_stage(Stage::kRestart, t, spec_.init_s + (load_from_peer_ ? plan_.load_peer_s : plan_.load_storage_s));
     } else {
       enter_stage(Stage::kWait, t, kInf);
@@ -676,7 +685,7 @@ class Lane {
     if (phase_ != Phase::kRunning) account_to(t);
     t_ = t;
     fill(t);
-    if (phase_ == Phase::kDown && stage_ == Stage::kWait && empties_.empty()) enter_wait(t);
+    if (phase_ == Phase::kDown && stage_ == Stage::kWait && !active_empty()) enter_wait(t);
   }
 
   void on_rejoin(double t) {
@@ -1287,8 +1296,20 @@ std::vector<double> auto_sweep_intervals(const CampaignSpec& spec, StepCostSourc
 }
 
 std::vector<double> sweep_intervals(const CampaignSpec& spec, StepCostSource& source) {
-  if (spec.checkpoint.sweep_auto) return auto_sweep_intervals(spec, source);
-  return spec.checkpoint.sweep_intervals_s;
+  const std::vector<double> asked =
+      spec.checkpoint.sweep_auto ? auto_sweep_intervals(spec, source) : spec.checkpoint.sweep_intervals_s;
+  // A checkpoint is taken every whole number of steps: intervals that round to the same count are
+  // one point (the first of them).
+  const double step_s = source.step(0).seconds;
+  std::vector<double> out;
+  std::vector<int64_t> seen;
+  for (double interval : asked) {
+    const int64_t k = std::max<int64_t>(1, static_cast<int64_t>(std::llround(interval / step_s)));
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+    seen.push_back(k);
+    out.push_back(interval);
+  }
+  return out;
 }
 
 IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource& source,
@@ -1300,10 +1321,13 @@ IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource
   sw.fixed_work = spec.work_steps > 0;
   const StepCost full = source.step(0);
   int64_t base = 0;
+  std::vector<int64_t> seen;  // every_steps already run: intervals that round to the same step count run once
   for (double interval : intervals_s) {
     if (!(interval > 0)) throw sim::ConfigError("campaign: a sweep interval must be > 0");
     CampaignSpec s = spec;
     s.checkpoint.every_steps = std::max<int64_t>(1, static_cast<int64_t>(std::llround(interval / full.seconds)));
+    if (std::find(seen.begin(), seen.end(), s.checkpoint.every_steps) != seen.end()) continue;
+    seen.push_back(s.checkpoint.every_steps);
     std::function<void(int64_t)> p;
     if (progress) p = [&, base](int64_t d) { progress(base + d); };
     SweepPoint pt;
@@ -1373,18 +1397,22 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
   std::string o;
   const CampaignDefaults& j = spec.job;
   const bool islands = spec.policy == CampaignPolicy::kIslands;
-  appendf(o, "Campaign: policy %s, %s x %s%s, ", policy_name(spec.policy),
+  appendf(o, "Campaign: policy %s, %s x %s%s, %s%s, ", policy_name(spec.policy),
           sim::count_noun(static_cast<uint64_t>(j.job_nodes), "node", "nodes").c_str(),
           sim::count_noun(static_cast<uint64_t>(j.gpus_per_node), "GPU", "GPUs").c_str(),
-          islands ? (" per island, " + std::to_string(j.islands) + " islands").c_str() : "");
+          islands ? (" per island, " + std::to_string(j.islands) + " islands").c_str() : "",
+          spec.spares > 0 ? sim::count_noun(static_cast<uint64_t>(spec.spares), "hot spare node", "hot spare nodes").c_str()
+                          : "no spare nodes",
+          islands && spec.spares > 0 ? " per island" : "");
   if (spec.duration_s > 0)
     appendf(o, "%s of wall time", dur(spec.duration_s).c_str());
   else
     appendf(o, "%lld steps of work%s", static_cast<long long>(spec.work_steps), islands ? " per island" : "");
   appendf(o, ", %lld trials (seed %llu)\n", static_cast<long long>(s.trials), static_cast<unsigned long long>(s.seed));
-  appendf(o, "  failures: %s, %zu processes; job MTBF %s (unexpected failures of %s)\n",
+  appendf(o, "  failures: %s, %zu processes; job MTBF %s (unexpected failures of %s); repair: %s %s\n",
           spec.failures.profile.empty() ? "explicit" : spec.failures.profile.c_str(), spec.failures.processes.size(),
-          dur(s.job_mtbf_s).c_str(), islands ? "one island" : "the whole job");
+          dur(s.job_mtbf_s).c_str(), islands ? "one island" : "the whole job",
+          spec.repair == RepairDistribution::kFixed ? "fixed" : "exponential, mean", dur(spec.repair_mean_s).c_str());
   appendf(o, "  step %s, %.4g tokens; checkpoint every %lld steps (%s), %s, %s, stall %s, write %s, load %s%s\n",
           dur(s.step_s).c_str(), s.tokens_per_step, static_cast<long long>(s.every_steps),
           dur(s.checkpoint_interval_s).c_str(), mode_name(spec.checkpoint.mode).c_str(),

@@ -49,7 +49,9 @@
 //     filled (a spare at once when one is free, else its repaired node) plus `restart.init`, and
 //     rejoins then (`rejoin: immediately`, after a reconfiguration pause) or at the next
 //     checkpoint (`at_checkpoint`). Below `elastic.min_replicas` the job falls back to a full
-//     restart from the last checkpoint. Nodes of a dropped replica sit idle and do not fail.
+//     restart from the last checkpoint. Nodes of a dropped replica sit idle and do not fail. A
+//     planned stop restarts the replicas that run (it does not wait for a dropped one's repair);
+//     dropped replicas rejoin as above.
 //   * islands (DiLoCo, arXiv 2311.08105): I islands of `job_nodes` nodes each (their own spare
 //     pools of `spares`), each its own lifecycle as above (hot_spares); every H inner steps an
 //     outer synchronisation of `outer_sync_s`. The synced outer parameters are a recovery point
@@ -117,6 +119,9 @@ class StepCostSource {
 // nodes of ONE island (every island has as many) and StepCost one island's inner step.
 struct CampaignDefaults {
   int64_t job_nodes = 0, gpus_per_node = 8, dp_replicas = 1, nodes_per_replica = 1;
+  // The cluster's hot spare nodes (`cluster.spare_nodes`: its last nodes, which the job does not
+  // use): the campaign's spare pool unless `spares` says otherwise (per island for a DiLoCo job).
+  int64_t spare_nodes = 0;
   double checkpoint_bytes = 0;  // from the model and parallelism
   bool diloco = false;
   int64_t islands = 0;
@@ -270,13 +275,15 @@ struct IntervalSweep {
   double young_s = 0, daly_s = 0;
   bool fixed_work = false;
 };
-// A log grid around Daly's interval for the spec (`sweep: auto`): 13 points from Daly / 4 to
-// Daly x 4 (ratio sqrt(2)), at least one step each.
+// A log grid around Daly's interval for the spec (`sweep: auto`): 13 points from Daly / 8 to
+// Daly x 8 (ratio sqrt(2)), at least one step each.
 std::vector<double> auto_sweep_intervals(const CampaignSpec& spec, StepCostSource& source);
-// The intervals of spec.checkpoint's sweep (the listed ones or the automatic grid).
+// The intervals of spec.checkpoint's sweep (the listed ones or the automatic grid), less those that
+// round to the step count of an earlier one (checkpoints come every whole number of steps).
 std::vector<double> sweep_intervals(const CampaignSpec& spec, StepCostSource& source);
 // Runs the campaign at each interval (checkpoint.every_steps = round(interval / step time), at
-// least 1) with the same trial seeds. `progress` gets the trials done over all points.
+// least 1) with the same trial seeds; an interval that rounds to the step count of an earlier one
+// is skipped. `progress` gets the trials done over all points.
 IntervalSweep sweep_checkpoint_interval(const CampaignSpec& spec, StepCostSource& source,
                                         const std::vector<double>& intervals_s, int64_t trials, uint64_t seed,
                                         int threads, const std::function<void(int64_t trials_done)>& progress = {},

@@ -127,7 +127,13 @@ CampaignSpec bind_campaign(const sim::ConfigNode& c, const CampaignDefaults& d) 
       c.child("policy").fail("policy islands needs a DiLoCo job (workload kind diloco); this job is not one");
     if (d.islands < 1 || d.inner_steps_per_round < 1) c.child("policy").fail("the DiLoCo job has no islands or rounds");
   }
-  s.spares = c.get_int_in("spares", 0, int64_t{1} << 40, 0);
+  // The cluster's spare nodes (cluster.spare_nodes) are the hot spare pool unless `spares` is
+  // given; restart has none (the cluster's spare nodes then stay idle).
+  const bool restart = s.policy == CampaignPolicy::kRestart;
+  s.spares = c.get_int_in("spares", 0, int64_t{1} << 40, restart ? 0 : d.spare_nodes);
+  if (!restart && c.has("spares") && d.spare_nodes > 0 && s.spares != d.spare_nodes)
+    c.child("spares").fail("the cluster already sets aside " + std::to_string(d.spare_nodes) +
+                           " spare nodes (cluster.spare_nodes), which are the hot spare pool; give the pool once");
   if (s.spares > d.job_nodes)
     c.child("spares").fail("more spares (" + std::to_string(s.spares) + ") than the job's " +
                            std::to_string(d.job_nodes) + " nodes" +

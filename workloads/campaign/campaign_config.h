@@ -6,7 +6,8 @@
 //     duration: 54d                  # a fixed wall time, or
 //     work_steps: 100000             # a fixed amount of work (per island for islands); one of the two
 //     policy: hot_spares             # restart | hot_spares | elastic | islands (islands: DiLoCo jobs)
-//     spares: 0                      # hot spare nodes (per island); not with restart
+//     spares: 0                      # hot spare nodes (per island); not with restart; default:
+//                                    # cluster.spare_nodes (the cluster's idle last nodes)
 //     failures:
 //       profile: llama3-405b         # or kokolis-10-per-1000; optional when processes are given
 //       planned: false               # add the profile's planned interruptions

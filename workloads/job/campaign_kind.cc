@@ -39,7 +39,7 @@ namespace wl {
 namespace {
 
 // Bump when the step simulator's timings change, so that cached step times are not reused.
-constexpr const char* kStepModelVersion = "clustersim-step-2026-11-27b";
+constexpr const char* kStepModelVersion = "clustersim-step-2026-11-29-fsdp-prefetch";
 
 // Step costs by state, simulated on their own simulations (one at a time: the topology's route
 // caches are not shared across threads) and memoised; with a cache file, read at start and
@@ -341,6 +341,7 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
     d.inner_steps_per_round = ds->config.inner_steps;
   }
   d.job_nodes = static_cast<int64_t>(cluster.spec.nodes - cluster.spare_nodes);
+  d.spare_nodes = static_cast<int64_t>(cluster.spare_nodes);
   const Dim axis = replica_axis(*tj);
   d.dp_replicas = axis == Dim::kCount ? 1 : (axis == Dim::kDp ? tj->dp : tj->dp_outer);
   d.nodes_per_replica = std::max<int64_t>(1, d.job_nodes / d.dp_replicas);
