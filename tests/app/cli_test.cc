@@ -1563,6 +1563,21 @@ TEST_F(CliSubcommands, TopologyWritesDot) {
   EXPECT_EQ(dot.back(), '\n');
 }
 
+TEST_F(CliSubcommands, TensorParallelismAcrossNodesIsNoted) {
+  // The default cluster has nodes of 8 GPUs under one NVSwitch each: tp 16 (ranks 0-15 with tp
+  // innermost) spans nodes 0 and 1; tp 8 is one node and gets no note.
+  CliResult r = run({"run", "--set", "workload.parallelism.tp=16", "--set", "workload.parallelism.dp=1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "  note: tp 16 spans 2 nodes of 8 GPUs: every layer's tp collectives cross the "
+                              "scale-out network\n"))
+      << r.out;
+  r = run({"run", "--json", "-"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_FALSE(j["workload"].contains("notes")) << r.out;
+}
+
 TEST_F(CliSubcommands, CatalogListsH100) {
   auto r = run({"catalog"});
   ASSERT_EQ(r.status, 0) << r.err;

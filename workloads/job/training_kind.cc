@@ -266,6 +266,7 @@ std::string training_summary(const TrainingSettings& ts, const StepResult& r) {
   if (!j.master_weights)
     appendf(o, "  optimizer: no fp32 master weights; Adam's m and v in %s (training.master_weights: false)\n",
             std::string(kPrecisionNames.name(j.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16)).c_str());
+  for (const std::string& n : r.notes) appendf(o, "  note: %s\n", n.c_str());
   appendf(o, "\n");
   if (r.fidelity == "symmetric") {
     const long long others = static_cast<long long>(j.dp * j.dp_outer - 1);
@@ -391,6 +392,7 @@ void training_json(nlohmann::ordered_json& out, const TrainingSettings& ts, cons
   w["ranks_simulated"] = r.ranks_simulated;
   if (r.fidelity == "symmetric") w["fabric_links_folded"] = r.fabric_links_folded;
   if (!r.fidelity_note.empty()) w["fidelity_note"] = r.fidelity_note;
+  if (!r.notes.empty()) w["notes"] = r.notes;
   out["workload"] = w;
 }
 

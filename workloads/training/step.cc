@@ -120,6 +120,21 @@ TrainingStep::TrainingStep(const topo::Topology& topo, const topo::GpuSpec& gpu,
     if (layout.size(Dim::kDpOuter) > 1) label += " dp_outer " + std::to_string(layout.coord(rank, Dim::kDpOuter));
     return label + ")";
   };
+  // Tensor parallelism outside one scale-up domain: its collectives, on the critical path of every
+  // layer, cross the NICs. Narayanan et al., SC'21, takeaway 1: tensor parallelism up to the GPUs
+  // of a server (Megatron-LM and torchtitan keep it within a node). Allowed (a what-if), but said.
+  if (job_.tp > 1 && topo_.has_scale_up() && topo_.gpus_per_node() > 0) {
+    std::vector<uint32_t> members;
+    layout.members(0, Dim::kTp, members);
+    std::vector<uint32_t> nodes;
+    for (uint32_t r : members) nodes.push_back(topo_.node_of(jp_.gpu_of(r)));
+    std::sort(nodes.begin(), nodes.end());
+    const auto spanned = static_cast<size_t>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    if (spanned > 1)
+      result_.notes.push_back("tp " + std::to_string(job_.tp) + " spans " + std::to_string(spanned) + " nodes of " +
+                              std::to_string(topo_.gpus_per_node()) +
+                              " GPUs: every layer's tp collectives cross the scale-out network");
+  }
   if (ts.fidelity != Fidelity::kExpanded) {
     const std::string problem = symmetric_problem(trace_ranks);
     if (problem.empty()) {

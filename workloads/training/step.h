@@ -75,6 +75,9 @@ struct StepResult {
   // it is), and how many ranks were simulated individually.
   std::string fidelity = "expanded";
   std::string fidelity_note;
+  // What a planner should know about the layout on this cluster (e.g. tensor parallelism across
+  // nodes), one sentence each; the summary prints them as notes.
+  std::vector<std::string> notes;
   uint32_t ranks_simulated = 0;
   uint32_t fabric_links_folded = 0;  // symmetric mode: ProgramExecutor::fabric_links_folded
 };
