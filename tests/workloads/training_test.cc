@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "sim/error.h"
 #include "sim/simulation.h"
@@ -547,6 +549,68 @@ TEST(TrainingDataParallel, WithoutOverlapEveryBucketWaitsForTheWholeBackward) {
   const StepResult on = run_step(j, net);
   EXPECT_LT(on.mean.exposed[static_cast<size_t>(Dim::kDp)], dp_off * 0.9);
   EXPECT_LT(on.step_time_s, off.step_time_s);
+}
+
+TEST(TrainingDataParallel, FsdpPrefetchHidesTheGathersBehindTheLayers) {
+  // FSDP over 2 GPUs joined by 100 GB/s NICs (94 GB/s of payload) with no latency, one micro-batch
+  // of 8,192 tokens, Llama 3 8B cut to 8 layers with a 64-token vocabulary (embedding and head
+  // negligible), no FSDP2 copy kernels, a bf16 reduce-scatter. A layer has P = 218,112,000
+  // parameters: its all-gather collects 2P bytes, of which each rank of a 2-rank ring receives
+  // and sends P, and its reduce-scatter of 2P bytes sends P: T = P / 94e9 = 2.3203 ms each. A
+  // layer's forward (about 2 x P x 8192 FLOPs plus attention, over 5 ms at 80% of 989 TFLOP/s)
+  // outlasts one T, its backward (twice that) two. FSDP2 issues the all-gather of the next unit
+  // at each unit's pre-forward / pre-backward hook (fsdp_prefetch 1), so only three transfers
+  // are exposed: the first layer's all-gather in the forward and in the backward, and the first
+  // layer's reduce-scatter after the last layer's backward (the optimizer waits for it): 3T, less
+  // the little compute beside them (the embedding's forward and backward, the head's backward:
+  // under 0.15T in all) and plus the embedding's and head's collectives of 64 x 4,096 parameters
+  // (a few microseconds). Layers that waited for their all-gather until the previous layer had
+  // run (or, in the backward, until the previous layer's reduce-scatter had) would expose about
+  // 8T in the forward and 16T in the backward.
+  TrainingJob j = pipeline_job(PipelineSchedule::kOneFOneB, 1, 1, 1);
+  j.model = find_model_preset("llama3-8b");
+  j.model.layers = 8;
+  j.model.vocab = 64;
+  j.seq_len = 8192;
+  j.dp = 2;
+  j.global_batch = 2;
+  j.data_parallel = DataParallel::kFsdp;
+  j.fsdp_reduce = Precision::kBf16;
+  j.fsdp_copies = false;
+  topo::FatTreeSpec ft;
+  ft.nic_bandwidth_Bps = 100e9;
+  ft.hop_latency = sim::Time::zero();
+  ft.nic_latency = sim::Time::zero();
+  ft.tiers = {topo::FatTreeTier{"leaf", 2, 1.0, 1}};
+  const topo::Topology net = topo::build_fat_tree(2, 1, ft);
+
+  // On the data-parallel stream, in the backward, a layer's all-gather is issued before the
+  // reduce-scatter of the layer after it (in model order), as FSDP2's hooks issue them.
+  const TrainingPlan plan = build_training(j);
+  std::vector<std::pair<CollectiveOp, int32_t>> dp_ops;  // (collective, layer) in program order
+  for (const Op& op : plan.programs[0].ops())
+    if (op.kind == OpKind::kCollective && op.comm == static_cast<uint32_t>(Dim::kDp) && op.layer >= 0)
+      dp_ops.emplace_back(op.coll, op.layer);
+  auto position = [&](CollectiveOp coll, int32_t layer, size_t from) {
+    for (size_t i = from; i < dp_ops.size(); ++i)
+      if (dp_ops[i] == std::make_pair(coll, layer)) return i;
+    return dp_ops.size();
+  };
+  const size_t backward = position(CollectiveOp::kAllGather, 7, 0) + 1;  // after the forward's gathers
+  for (int32_t l = 7; l >= 1; --l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    const size_t reduce = position(CollectiveOp::kReduceScatter, l, 0);
+    ASSERT_LT(reduce, dp_ops.size());
+    EXPECT_LT(position(CollectiveOp::kAllGather, l - 1, backward), reduce);
+  }
+
+  const StepResult r = run_step(j, net);
+  const double t = 218112000.0 / 94e9;
+  const double exposed = r.mean.exposed[static_cast<size_t>(Dim::kDp)];
+  EXPECT_GT(exposed, 2.85 * t);
+  EXPECT_LT(exposed, 3.01 * t);
+  // The layers' compute is what the bound above rests on.
+  EXPECT_GT(r.mean.compute, 8 * 3 * 2 * t);
 }
 
 // Llama 3 8B cut to 2 layers, seq 8192, TP 8 with sequence parallelism, as pipeline_job sets

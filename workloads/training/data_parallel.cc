@@ -24,7 +24,7 @@ class Bucketed : public DataParallelPolicy {
     }
   }
   // The first forward of a chunk waits for its parameters.
-  void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>&, Pass pass) override {
+  void before_layer(int32_t mb, int32_t chunk, int64_t pos, Pass pass) override {
     if (!gather_.empty() && pos == 0 && pass == Pass::kForward && mb == first_fwd_mb[static_cast<size_t>(chunk)])
       e_.wait_for(gather_[static_cast<size_t>(chunk)]);
   }
@@ -98,7 +98,18 @@ class Fsdp : public DataParallelPolicy {
     const bool kept_after_backward = job_.fsdp_defers_grad_sync() && !grads_final;
     gather_now_[c] = !gathered_[c];
     gathered_[c] = pass == Pass::kForward ? !job_.fsdp_reshard_after_forward() : kept_after_backward;
-    if (shape_.global(chunk) == shape_.last_global()) {
+    // A pass that gathers: its units in the pass's order (the chunk's layers; in a backward last
+    // first, then the embedding on the first chunk), none issued yet.
+    const int32_t g = shape_.global(chunk);
+    pass_ = pass;
+    unit_gather_.clear();
+    if (gather_now_[c] && e_.has(Dim::kDp)) {
+      first_layer_ = shape_.first_layer[static_cast<size_t>(g)];
+      layers_ = shape_.chunk_layers[static_cast<size_t>(g)];
+      const bool embedding = pass == Pass::kBackward && g == 0 && split_.embed > 0;
+      unit_gather_.assign(static_cast<size_t>(layers_) + (embedding ? 1 : 0), -1);
+    }
+    if (g == shape_.last_global()) {
       // torchtitan wraps the final norm and head as one FSDP unit that keeps its parameters
       // after the forward unless the policy is "always" (its backward follows at once).
       head_gather_now_ = !head_gathered_;
@@ -106,30 +117,25 @@ class Fsdp : public DataParallelPolicy {
                                               : kept_after_backward;
     }
   }
-  // All-gather of layer position `pos` of this pass, at most `fsdp_prefetch` layers ahead.
-  void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
-                    Pass pass) override {
-    if (!e_.has(Dim::kDp) || !gather_now_[static_cast<size_t>(chunk)]) return;
-    std::vector<uint32_t> deps;
-    int64_t ahead = pos - job_.fsdp_prefetch;
-    if (ahead >= 0 && layer_first[static_cast<size_t>(ahead)] >= 0)
-      deps.push_back(static_cast<uint32_t>(layer_first[static_cast<size_t>(ahead)]));
-    const int32_t g = shape_.global(chunk);
-    const bool fwd = pass == Pass::kForward;
-    int64_t l = shape_.first_layer[static_cast<size_t>(g)] +
-                (fwd ? pos : shape_.chunk_layers[static_cast<size_t>(g)] - 1 - pos);
-    copy_out(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, split_.layer_gather_bytes,
-                               std::string("all-gather params ") + (fwd ? "fwd" : "bwd"), mb,
-                               static_cast<int32_t>(l), deps),
-             split_.layer_gather_bytes, mb, static_cast<int32_t>(l));
+  // Layer position `pos` of this pass waits for its all-gather, issued at most `fsdp_prefetch`
+  // units ahead (use_unit).
+  void before_layer(int32_t mb, int32_t, int64_t pos, Pass) override {
+    if (!unit_gather_.empty()) use_unit(mb, pos);
   }
-  // The embedding or the head: gathered before use, gradient reduce-scattered after.
+  // The embedding or the head: gathered before use, gradient reduce-scattered after. In a
+  // backward that gathers, the embedding is the last unit, and the head's pre-backward hook
+  // prefetches the first layers.
   void before_whole(Whole which, double params, int32_t mb, int32_t chunk) override {
+    if (which == Whole::kEmbedding && unit_gather_.size() > static_cast<size_t>(layers_)) {
+      use_unit(mb, layers_);
+      return;
+    }
     const bool gather = which == Whole::kHead ? head_gather_now_ : gather_now_[static_cast<size_t>(chunk)];
-    if (!e_.has(Dim::kDp) || params <= 0 || !gather) return;
-    copy_out(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
-                               std::string("all-gather params ") + whole_name(which), mb, -1, {}),
-             param_bytes(params), mb, -1);
+    if (e_.has(Dim::kDp) && params > 0 && gather)
+      copy_out(e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, param_bytes(params),
+                                 std::string("all-gather params ") + whole_name(which), mb, -1, {}),
+               param_bytes(params), mb, -1);
+    if (which == Whole::kHead && pass_ == Pass::kBackward) prefetch(mb, -1);
   }
   void after_whole_grad(Whole which, double params, int32_t mb, bool grads_final) override {
     if (params <= 0) return;
@@ -154,6 +160,45 @@ class Fsdp : public DataParallelPolicy {
     const char* what;  // the embedding's or head's name; nullptr: a layer
   };
   double reduce_bytes(double params) const { return params * job_.fsdp_reduce_bytes(); }
+  // A pass's all-gathers in the order FSDP2 issues them. A unit's pre-forward or pre-backward hook
+  // (FSDPParamGroup.pre_forward / pre_backward, torch/distributed/fsdp/_fully_shard/
+  // _fsdp_param_group.py, PyTorch 2.5-2.11) waits for its own all-gather (wait_for_unshard, then
+  // the copy-out), and the next units' all-gathers are issued then: explicitly in a backward
+  // (_backward_prefetch), implicitly in a forward (the host reaches the next unit's pre-forward
+  // while this one's kernels run); fsdp_prefetch units ahead here. Each may start once this unit
+  // has begun (its copy-out, or the kernel before it). A unit's post-backward issues its
+  // reduce-scatter after its backward's kernels; FSDP2 uses one process group for both, and NCCL
+  // runs a communicator's operations in the order they were issued, so on the data-parallel stream
+  // the all-gather of unit pos + 1 precedes the reduce-scatter of unit pos and runs beside unit
+  // pos's backward. Unit pos is the chunk's layer first + pos in a forward, first + n - 1 - pos
+  // in a backward, where pos == n is the embedding.
+  void use_unit(int32_t mb, int64_t pos) {
+    if (unit_gather_[static_cast<size_t>(pos)] < 0) issue_unit(mb, pos, {});
+    copy_out(static_cast<uint32_t>(unit_gather_[static_cast<size_t>(pos)]), unit_gather_bytes(pos), mb, unit_layer(pos));
+    prefetch(mb, pos);
+  }
+  // The units after `pos` (the head's hook in a backward: pos = -1), up to fsdp_prefetch of them.
+  void prefetch(int32_t mb, int64_t pos) {
+    const int64_t units = static_cast<int64_t>(unit_gather_.size());
+    std::vector<uint32_t> deps;
+    if (e_.last_compute() >= 0) deps.push_back(static_cast<uint32_t>(e_.last_compute()));
+    for (int64_t q = pos + 1; q <= pos + job_.fsdp_prefetch && q < units; ++q)
+      if (unit_gather_[static_cast<size_t>(q)] < 0) issue_unit(mb, q, deps);
+  }
+  void issue_unit(int32_t mb, int64_t pos, const std::vector<uint32_t>& deps) {
+    const char* name = pos == layers_ ? "all-gather params embedding"
+                       : pass_ == Pass::kForward ? "all-gather params fwd"
+                                                 : "all-gather params bwd";
+    unit_gather_[static_cast<size_t>(pos)] =
+        e_.add_collective(Dim::kDp, CollectiveOp::kAllGather, unit_gather_bytes(pos), name, mb, unit_layer(pos), deps);
+  }
+  double unit_gather_bytes(int64_t pos) const {
+    return pos == layers_ ? param_bytes(split_.embed) : split_.layer_gather_bytes;
+  }
+  int32_t unit_layer(int64_t pos) const {
+    if (pos == layers_) return -1;
+    return static_cast<int32_t>(first_layer_ + (pass_ == Pass::kForward ? pos : layers_ - 1 - pos));
+  }
   // FSDP2's copies around its collectives (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
   // PyTorch 2.5-2.11): the all-gather writes one flat buffer, which foreach_all_gather_copy_out
   // copies into the unsharded parameters with split_with_sizes_copy on the compute stream once the
@@ -207,6 +252,11 @@ class Fsdp : public DataParallelPolicy {
   std::vector<bool> gathered_;    // per chunk: its layers are unsharded now
   std::vector<bool> gather_now_;  // per chunk: the current pass gathers them
   bool head_gathered_ = false, head_gather_now_ = true;  // the same for the final norm and head
+  // The current pass, its all-gathers per unit in its order (-1: not issued yet; empty when it
+  // gathers nothing), its chunk's first layer and layer count.
+  Pass pass_ = Pass::kForward;
+  std::vector<int64_t> unit_gather_;
+  int64_t first_layer_ = 0, layers_ = 0;
   std::vector<Held> held_;        // deferred reductions of the chunk being finished
   std::map<double, std::vector<CostTerm>> memory_terms_;  // by bytes; node-based: stable addresses
 };

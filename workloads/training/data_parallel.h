@@ -39,9 +39,8 @@ class DataParallelPolicy {
   // after it); before any of its hooks below.
   virtual void begin_pass(int32_t mb, int32_t chunk, Pass pass, bool grads_final) {}
   // Before layer position `pos` (0 = first of the pass) of a forward or backward pass of
-  // (mb, chunk); layer_first[k] is the first compute op of earlier position k (or -1).
-  virtual void before_layer(int32_t mb, int32_t chunk, int64_t pos, const std::vector<int64_t>& layer_first,
-                            Pass pass) {}
+  // (mb, chunk).
+  virtual void before_layer(int32_t mb, int32_t chunk, int64_t pos, Pass pass) {}
   // The embedding's or head's parameters (of `chunk`) are about to be used; their gradient was
   // just computed.
   virtual void before_whole(Whole which, double params, int32_t mb, int32_t chunk) {}

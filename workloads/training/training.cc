@@ -572,11 +572,9 @@ class StageBuilder {
       emit(embed_.fwd, mb, -1, TrainingCategory::kCompute);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
-    std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     for (int64_t i = 0; i < n; ++i) {
-      int64_t l = l0 + i;
-      dp_->before_layer(mb, chunk, i, layer_first, Pass::kForward);
-      layer_first[i] = emit(layer_.fwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
+      dp_->before_layer(mb, chunk, i, Pass::kForward);
+      emit(layer_.fwd, mb, static_cast<int32_t>(l0 + i), TrainingCategory::kCompute);
     }
     if (g == last_global()) {
       dp_->before_whole(Whole::kHead, split_.head, mb, chunk);
@@ -599,17 +597,12 @@ class StageBuilder {
       if (!input_only) dp_->after_whole_grad(Whole::kHead, split_.head, mb, grads_final);
     }
     int64_t l0 = first_layer(g), n = chunk_layers(g);
-    std::vector<int64_t> layer_first(static_cast<size_t>(n), -1);
     double bucket = 0;
     for (int64_t i = n - 1; i >= 0; --i) {
       int64_t l = l0 + i;
-      dp_->before_layer(mb, chunk, n - 1 - i, layer_first, Pass::kBackward);
-      if (job_.recomputes_layers())
-        layer_first[n - 1 - i] =
-            emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
-      int64_t f = emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l),
-                       TrainingCategory::kCompute);
-      if (layer_first[n - 1 - i] < 0) layer_first[n - 1 - i] = f;
+      dp_->before_layer(mb, chunk, n - 1 - i, Pass::kBackward);
+      if (job_.recomputes_layers()) emit(layer_.recompute, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
+      emit(input_only ? layer_.bwd_input : layer_.bwd, mb, static_cast<int32_t>(l), TrainingCategory::kCompute);
       if (!input_only) dp_->grad_ready(mb, l, split_.layer, grads_final, bucket);
     }
     if (g == 0) {
