@@ -756,6 +756,16 @@ TEST(CampaignConfig, SparesDefaultToTheClustersSpareNodes) {
   EXPECT_EQ(bind_yaml({}).spares, 0);
 }
 
+// Elastic on a job without whole replicas (ZeRO-2 over 128 data-parallel ranks: dp_replicas 1)
+// says why, instead of asking for "2 data-parallel replicas" of a job that has 128 dp ranks.
+TEST(CampaignConfig, ElasticWithoutWholeReplicasSaysWhy) {
+  CampaignDefaults d = llama_defaults();
+  d.dp_replicas = 1;
+  const std::string e = bind_error({"campaign.policy=elastic"}, d);
+  EXPECT_NE(e.find("campaign.policy"), std::string::npos) << e;
+  EXPECT_NE(e.find("ZeRO and FSDP shard the state"), std::string::npos) << e;
+}
+
 TEST(CampaignConfig, ErrorsNameLocationAndKey) {
   struct Case {
     std::vector<std::string> set;

@@ -194,7 +194,11 @@ CampaignSpec bind_campaign(const sim::ConfigNode& c, const CampaignDefaults& d) 
                  : RejoinRule::kImmediately;
   s.min_replicas = el.get_int_in("min_replicas", 1, int64_t{1} << 40, 1);
   if (s.policy == CampaignPolicy::kElastic) {
-    if (d.dp_replicas < 2) c.child("policy").fail("policy elastic needs at least 2 data-parallel replicas");
+    if (d.dp_replicas < 2)
+      c.child("policy").fail(
+          "policy elastic drops whole data-parallel replicas and this job has fewer than 2 (it needs "
+          "data_parallel: ddp with dp >= 2, or hsdp with dp_outer >= 2; ZeRO and FSDP shard the state over every "
+          "data-parallel rank)");
     if (d.dp_replicas % d.job_nodes != 0 && d.job_nodes % d.dp_replicas != 0)
       c.child("policy").fail("policy elastic needs the " + std::to_string(d.dp_replicas) +
                              " data-parallel replicas to tile the " + std::to_string(d.job_nodes) + " nodes");
