@@ -341,6 +341,7 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
     d.inner_steps_per_round = ds->config.inner_steps;
   }
   d.job_nodes = static_cast<int64_t>(cluster.spec.nodes - cluster.spare_nodes);
+  d.spare_nodes = static_cast<int64_t>(cluster.spare_nodes);
   const Dim axis = replica_axis(*tj);
   d.dp_replicas = axis == Dim::kCount ? 1 : (axis == Dim::kDp ? tj->dp : tj->dp_outer);
   d.nodes_per_replica = std::max<int64_t>(1, d.job_nodes / d.dp_replicas);
