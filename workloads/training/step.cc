@@ -15,24 +15,60 @@
 namespace wl {
 
 std::string describe_oom(const std::vector<StageMemory>& memory, double capacity) {
-  std::string out;
+  // The stage over by the most, in full; the others over too, in one clause (a deep pipeline's
+  // message was a line per stage, over 1,000 characters); then what would make it fit.
+  const StageMemory* worst = nullptr;
+  std::vector<int64_t> others;
+  double least = 0, most = 0;
   for (const auto& m : memory) {
-    double total = m.bytes.total();
-    if (total <= capacity) continue;
-    const std::pair<const char*, double> parts[] = {{"parameters", m.bytes.params},
-                                                     {"gradients", m.bytes.grads},
-                                                     {"optimizer states", m.bytes.optimizer},
-                                                     {"activations", m.bytes.activations},
-                                                     {"communication buffers", m.bytes.comm_buffers}};
-    auto biggest = *std::max_element(std::begin(parts), std::end(parts),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (!out.empty()) out += "; ";
-    out += "pipeline stage " + std::to_string(m.stage) + " ranks need " + sim::format_bytes(total) + " of " +
-           sim::format_bytes(capacity) + " HBM (over by " + sim::format_bytes(total - capacity) + "); largest part: " +
-           biggest.first + " " + sim::format_bytes(biggest.second);
-    if (biggest.first == std::string("activations"))
-      out += " (" + std::to_string(m.in_flight_chunks) + " chunk-forwards in flight)";
+    if (m.bytes.total() <= capacity) continue;
+    if (!worst || m.bytes.total() > worst->bytes.total()) worst = &m;
   }
+  if (!worst) return "";
+  for (const auto& m : memory) {
+    if (m.bytes.total() <= capacity || &m == worst) continue;
+    least = others.empty() ? m.bytes.total() : std::min(least, m.bytes.total());
+    most = others.empty() ? m.bytes.total() : std::max(most, m.bytes.total());
+    others.push_back(m.stage);
+  }
+  const std::pair<const char*, double> parts[] = {{"parameters", worst->bytes.params},
+                                                   {"gradients", worst->bytes.grads},
+                                                   {"optimizer states", worst->bytes.optimizer},
+                                                   {"activations", worst->bytes.activations},
+                                                   {"communication buffers", worst->bytes.comm_buffers}};
+  auto biggest = *std::max_element(std::begin(parts), std::end(parts),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+  const double total = worst->bytes.total();
+  std::string out = "pipeline stage " + std::to_string(worst->stage) + " ranks need " + sim::format_bytes(total) +
+                    " of " + sim::format_bytes(capacity) + " HBM (over by " + sim::format_bytes(total - capacity) +
+                    "); largest part: " + biggest.first + " " + sim::format_bytes(biggest.second);
+  const bool activations = biggest.first == std::string("activations");
+  if (activations)
+    out += " (" + sim::count_noun(static_cast<uint64_t>(worst->in_flight_chunks), "chunk-forward", "chunk-forwards") +
+           " in flight)";
+  if (!others.empty()) {
+    // Stages as ranges: "1-4, 6".
+    std::string list;
+    for (size_t i = 0; i < others.size();) {
+      size_t j = i;
+      while (j + 1 < others.size() && others[j + 1] == others[j] + 1) ++j;
+      if (!list.empty()) list += ", ";
+      list += std::to_string(others[i]) + (j > i ? "-" + std::to_string(others[j]) : "");
+      i = j + 1;
+    }
+    out += "; " + std::string(others.size() == 1 ? "stage " : "stages ") + list + " over too (" +
+           (others.size() == 1 ? "needing " + sim::format_bytes(least)
+                               : "needing " + sim::format_bytes(least) + " to " + sim::format_bytes(most)) +
+           ")";
+  }
+  // What shrinks the largest part (Korthikanti et al. 2022 for activations: recompute, and tp with
+  // sequence parallelism or cp, divide them; more pipeline stages do not, as 1F1B's first stage
+  // keeps p micro-batches of L/p layers in flight; ZeRO / FSDP shard the model states over dp).
+  if (activations)
+    out += "; to fit, keep fewer activations: training.recompute selective or full, a smaller "
+           "training.micro_batch, or more tp or cp";
+  else if (biggest.first != std::string("communication buffers"))
+    out += "; to fit, shard the model states: parallelism.data_parallel zero1, zero2 or fsdp, or more tp or pp";
   return out;
 }
 

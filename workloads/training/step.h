@@ -82,7 +82,8 @@ struct StepResult {
   uint32_t fabric_links_folded = 0;  // symmetric mode: ProgramExecutor::fabric_links_folded
 };
 
-// One line per stage that does not fit, naming the stage, the excess and the largest part.
+// Why the step does not fit: the stage over by the most (its need, the excess and its largest
+// part), the other stages over too in one clause, and what would shrink that part; "" when all fit.
 std::string describe_oom(const std::vector<StageMemory>& memory, double capacity_bytes);
 
 // Golden fingerprint fields of a step (tests/golden/): step time and every breakdown part (mean
