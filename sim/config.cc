@@ -35,6 +35,7 @@ struct DocState {
   // Keys binding code asked for, per map (by dotted path), in the order first asked.
   std::unordered_map<std::string, std::vector<std::string>> asked;
   bool bound = false;  // root() was called: overrides would now come too late
+  std::vector<std::string> warnings;  // ConfigNode::warn, each once
 
   void note_asked(const std::string& map_path, std::string_view key) {
     std::vector<std::string>& keys = asked[map_path];
@@ -323,6 +324,12 @@ size_t ConfigNode::size() const {
 std::string ConfigNode::where() const { return where_of(rec_->location, rec_->path); }
 
 void ConfigNode::fail(std::string_view msg) const { throw ConfigError(where() + ": " + std::string(msg)); }
+
+void ConfigNode::warn(std::string_view msg) const {
+  std::string w = where() + ": " + std::string(msg);
+  std::vector<std::string>& all = rec_->doc->warnings;
+  if (std::find(all.begin(), all.end(), w) == all.end()) all.push_back(std::move(w));
+}
 
 ConfigNode ConfigNode::make_child(std::string_view key) const {
   std::optional<Entry> e = lookup(rec_->node, key);
@@ -836,5 +843,7 @@ std::string ConfigDoc::resolved_yaml() const {
 }
 
 const std::string& ConfigDoc::name() const { return state_->name; }
+
+const std::vector<std::string>& ConfigDoc::warnings() const { return state_->warnings; }
 
 }  // namespace sim

@@ -122,6 +122,9 @@ class ConfigNode {
 
   // Throws ConfigError("<location>: <path>: <msg>"), for combinations only binding code can judge.
   [[noreturn]] void fail(std::string_view msg) const;
+  // Records "<location>: <path>: <msg>" as a warning of the document (ConfigDoc::warnings): a value
+  // that is allowed (a what-if) but implausible enough to be a slip, such as a NIC of 400 Mb/s.
+  void warn(std::string_view msg) const;
 
  private:
   friend class ConfigDoc;
@@ -158,6 +161,8 @@ class ConfigDoc {
   std::string resolved_yaml() const;
 
   const std::string& name() const;
+  // What binding found implausible (ConfigNode::warn), in the order found, each once.
+  const std::vector<std::string>& warnings() const;
 
  private:
   explicit ConfigDoc(std::shared_ptr<config_detail::DocState> state);

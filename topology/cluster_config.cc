@@ -1,6 +1,7 @@
 #include "topology/cluster_config.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -10,6 +11,23 @@
 namespace topo {
 
 namespace {
+
+// A rate the user wrote outside what hardware of its kind offers: allowed (a what-if), but said,
+// since it is more often a unit slip (Mbps for Gbps, Gbps for GB/s) than a design.
+// `bits`: the kind's rates are quoted in bits per second (NICs), else in bytes (NVLink).
+void warn_rate(const sim::ConfigNode& map, const char* key, double Bps, double lo_Bps, double hi_Bps,
+               const char* what, bool bits) {
+  if (!map.has(key) || (Bps >= lo_Bps && Bps <= hi_Bps)) return;
+  auto rate = [bits](double v) {
+    if (!bits) return sim::format_bandwidth(v);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g Gb/s", v * 8 / 1e9);
+    return std::string(buf);
+  };
+  map.child(key).warn(sim::format_bandwidth(Bps) + (bits ? " (" + rate(Bps) + ")" : std::string()) +
+                      " is outside what " + what + " (" + rate(lo_Bps) + " to " + rate(hi_Bps) +
+                      "); a unit slip? (Gbps is gigabits per second, GB/s gigabytes)");
+}
 
 // A key that moved into `cluster.profile`: a clear error instead of "unknown key".
 void moved_to_profile(const sim::ConfigNode& n, const char* key, const char* profile_key) {
@@ -60,6 +78,9 @@ FatTreeSpec bind_fat_tree(const sim::ConfigNode& so, const ClusterSpec& spec) {
   FatTreeSpec ft;
   ft.nic_bandwidth_Bps = so.get_bandwidth("nic_bandwidth", ft.nic_bandwidth_Bps);
   if (ft.nic_bandwidth_Bps <= 0) so.child("nic_bandwidth").fail("must be > 0");
+  // Datacentre NICs: 10 Gb/s Ethernet up to ConnectX-8's 800 Gb/s (NVIDIA datasheet), with room
+  // for the next generation's 1.6 Tb/s.
+  warn_rate(so, "nic_bandwidth", ft.nic_bandwidth_Bps, 10e9 / 8, 1.6e12 / 8, "datacentre NICs offer per GPU", true);
   ft.rails = static_cast<uint32_t>(so.get_int_in("rails", 1, 1024, 1));
   moved_to_profile(so, "hop_latency", "fabric_latency");
   moved_to_profile(so, "nic_latency", "nic_latency");
@@ -120,6 +141,9 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     cfg.spec.scale_up.bandwidth_Bps = su->get_bandwidth("bandwidth", cfg.gpu.scale_up_bandwidth_Bps);
     moved_to_profile(*su, "latency", "scale_up_latency");
     if (cfg.spec.scale_up.bandwidth_Bps <= 0) su->child("bandwidth").fail("must be > 0");
+    // PCIe 3.0 x8 (8 GB/s per direction) up to NVLink 6's 1.8 TB/s per direction (3.6 TB/s per
+    // GPU, NVIDIA Vera Rubin NVL144).
+    warn_rate(*su, "bandwidth", cfg.spec.scale_up.bandwidth_Bps, 8e9, 2e12, "scale-up links offer per GPU per direction", false);
   } else {
     cfg.spec.scale_up.kind = tpu || cfg.spec.gpus_per_node == 1 ? ScaleUpKind::kNone : ScaleUpKind::kNvSwitch;
     cfg.spec.scale_up.bandwidth_Bps = cfg.gpu.scale_up_bandwidth_Bps;
@@ -163,6 +187,7 @@ ClusterConfig bind_cluster(const sim::ConfigNode& c) {
     const bool dcn_given = so->has("dcn_bandwidth");
     t.dcn_bandwidth_Bps = so->get_bandwidth("dcn_bandwidth", cfg.gpu.dcn_bandwidth_Bps);
     if (dcn_given && t.dcn_bandwidth_Bps <= 0) so->child("dcn_bandwidth").fail("must be > 0");
+    warn_rate(*so, "dcn_bandwidth", t.dcn_bandwidth_Bps, 1e9 / 8, 1.6e12 / 8, "data-centre networks offer per chip", true);
     if (t.pods > 1 && t.dcn_bandwidth_Bps <= 0)
       so->child("pods").fail("pods joined by the data-centre network need its bandwidth, and the catalog has none for " +
                              cfg.gpu.name + ": set scale_out.dcn_bandwidth (per chip per direction)");

@@ -209,10 +209,20 @@ void read_keys(const sim::ConfigNode& m, HardwareProfile& p, const GpuSpec& gpu)
     if (t < sim::Time::zero()) m.child(key).fail("must be >= 0");
     return t;
   };
-  p.scale_up_latency = latency("scale_up_latency", p.scale_up_latency);
-  p.nic_latency = latency("nic_latency", p.nic_latency);
-  p.fabric_latency = latency("fabric_latency", p.fabric_latency);
-  p.torus_latency = latency("torus_latency", p.torus_latency);
+  // A hop's latency is allowed any value (a what-if), but one above 100 us is said: switches take
+  // 0.1-1 us port to port (NVIDIA Quantum-2: about 130 ns) and a NIC about 1-2 us, so it is more
+  // often a unit slip (ms for us) than a design.
+  auto hop_latency = [&](const char* key, sim::Time def) {
+    sim::Time t = latency(key, def);
+    if (m.has(key) && t > sim::Time::us(100))
+      m.child(key).warn(sim::format_duration(t) + " per hop is over 100 us, where switches take 0.1-1 us and a NIC "
+                        "1-2 us; a unit slip? (ms for us)");
+    return t;
+  };
+  p.scale_up_latency = hop_latency("scale_up_latency", p.scale_up_latency);
+  p.nic_latency = hop_latency("nic_latency", p.nic_latency);
+  p.fabric_latency = hop_latency("fabric_latency", p.fabric_latency);
+  p.torus_latency = hop_latency("torus_latency", p.torus_latency);
   p.dcn_latency = latency("dcn_latency", p.dcn_latency);
   p.step_overhead = latency("step_overhead", p.step_overhead);
   p.ll_step_overhead = latency("ll_step_overhead", p.ll_step_overhead);

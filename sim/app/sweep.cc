@@ -161,6 +161,7 @@ int cmd_sweep(const SweepOptions& opt) {
     for (const auto& a : axes) first.push_back(a.values[0]);
     std::vector<std::string> unknown(axes.size());  // the unknown-key error naming axis k, if any
     std::vector<bool> known(axes.size(), false);    // axis k's key was read at a point that bound
+    std::vector<std::string> warnings;              // of the points that bound, each once
     for (size_t k = 0; k < axes.size(); ++k) {
       for (size_t v = k == 0 ? 0 : 1; v < axes[k].values.size(); ++v) {
         std::vector<std::string> values = first;
@@ -170,6 +171,8 @@ int cmd_sweep(const SweepOptions& opt) {
           wl::Scenario sc = bind(values);
           sc.doc.check_all_used();
           known.assign(axes.size(), true);
+          for (const std::string& w : sc.doc.warnings())
+            if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
         } catch (const sim::ConfigError& e) {
           const std::string msg = e.what();
           const size_t a = axis_of(msg, axes);
@@ -188,6 +191,8 @@ int cmd_sweep(const SweepOptions& opt) {
     }
     for (size_t k = 0; k < axes.size(); ++k)
       if (!unknown[k].empty() && !known[k]) throw sim::UserError(as_axis_error(unknown[k]));
+    if (!opt.quiet && mpi_rank() == 0)
+      for (const std::string& w : warnings) std::fprintf(stderr, "clustersim: warning: %s\n", w.c_str());
   }
 
   // Point i's value index along axis k: the first axis outermost.

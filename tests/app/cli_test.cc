@@ -2162,6 +2162,34 @@ TEST_F(CliErrors, TraceRanksAreCheckedByCheckAndSaidToDoNothingWithoutATrace) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST_F(CliErrors, ImplausibleRatesAndLatenciesRunWithAWarningNamingTheKey) {
+  // 400Mbps is 400e6 / 8 = 50 MB/s per GPU, below any datacentre NIC: a slip for 400Gbps. It runs
+  // (a what-if), with one warning line naming the key; --quiet keeps stderr empty.
+  CliResult r = run({"run", "--check", "--set", "cluster.scale_out.nic_bandwidth=400Mbps"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "clustersim: warning: --set cluster.scale_out.nic_bandwidth: 50 MB/s (0.4 Gb/s) is outside what "
+            "datacentre NICs offer per GPU (10 Gb/s to 1600 Gb/s); a unit slip? (Gbps is gigabits per second, GB/s "
+            "gigabytes)\n");
+  r = run({"run", "--check", "-q", "--set", "cluster.scale_out.nic_bandwidth=400Mbps"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, "");
+  // 5 ms per fabric hop, where a switch takes about 130 ns (Quantum-2).
+  r = run({"run", "--check", "--set", "cluster.profile.fabric_latency=5ms"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "warning: --set cluster.profile.fabric_latency: 5 ms per hop is over 100 us")) << r.err;
+  // Plausible values, and the defaults: no warning.
+  r = run({"run", "--check", "--set", "cluster.scale_out.nic_bandwidth=200Gbps"});
+  EXPECT_EQ(r.err, "");
+  // A sweep says it once, before its grid, whatever the points.
+  r = run({"sweep", "--axis", "workload.training.global_batch=32,64", "--set",
+           "cluster.scale_out.nic_bandwidth=400Mbps", "--csv", "s.csv"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  size_t n = 0;
+  for (size_t at = r.err.find("warning:"); at != std::string::npos; at = r.err.find("warning:", at + 1)) ++n;
+  EXPECT_EQ(n, 1u) << r.err;
+}
+
 TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
   CliResult r = run({"runn"});
   expect_one_error_line(r);
