@@ -336,6 +336,9 @@ int cmd_run(const RunOptions& opt) {
     j["run"] = run;
     write_output(opt.json, j.dump(2) + "\n");
   }
+  // Where the outputs went (stdout ones excepted: they are what stdout holds).
+  if (!quiet && !trace_path.empty()) std::printf("trace written: %s (open it in https://ui.perfetto.dev)\n", trace_path.c_str());
+  if (!quiet && !opt.json.empty()) std::printf("JSON written: %s\n", opt.json.c_str());
   if (result.aborted()) {
     // A failure the watchdog caught: reported in full above; status 4 tells scripts.
     std::fflush(stdout);

@@ -2190,6 +2190,20 @@ TEST_F(CliErrors, ImplausibleRatesAndLatenciesRunWithAWarningNamingTheKey) {
   EXPECT_EQ(n, 1u) << r.err;
 }
 
+TEST_F(CliTrace, RunSaysWhereItsOutputsWent) {
+  CliResult r = run({"run", "--trace", "t.json.gz", "--json", "r.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string tail = "trace written: t.json.gz (open it in https://ui.perfetto.dev)\nJSON written: r.json\n";
+  ASSERT_GE(r.out.size(), tail.size());
+  EXPECT_EQ(r.out.substr(r.out.size() - tail.size()), tail) << r.out;
+  EXPECT_TRUE(fs::exists(file("t.json.gz")) && fs::exists(file("r.json")));
+  // An output to stdout is all stdout holds; --quiet prints nothing.
+  r = run({"run", "--json", "-"});
+  EXPECT_FALSE(contains(r.out, "written")) << r.out;
+  r = run({"run", "-q", "--trace", "t.json"});
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
   CliResult r = run({"runn"});
   expect_one_error_line(r);
