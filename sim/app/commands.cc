@@ -277,6 +277,8 @@ int cmd_run(const RunOptions& opt) {
     trace->set_metadata("scenario", sc.name);
     trace->set_metadata("seed", sc.seed);
     trace->set_metadata("generator", "clustersim");
+    // The whole scenario as run (every default spelt out), so that a trace says what made it.
+    trace->set_metadata("scenario_yaml", sc.doc.resolved_yaml());
     sim.observers().attach(trace.get());
   }
 

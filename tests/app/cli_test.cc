@@ -2202,6 +2202,11 @@ TEST_F(CliTrace, RunSaysWhereItsOutputsWent) {
   EXPECT_FALSE(contains(r.out, "written")) << r.out;
   r = run({"run", "-q", "--trace", "t.json"});
   EXPECT_EQ(r.out, "");
+  // The trace carries the scenario it was made from, resolved (Perfetto shows otherData as metadata).
+  const json t = read_json("t.json");
+  const std::string yaml = t["otherData"]["scenario_yaml"].get<std::string>();
+  EXPECT_EQ(yaml.rfind("name: default-llama3-8b-64xh100-1f1b\n", 0), 0u) << yaml;
+  EXPECT_TRUE(contains(yaml, "gpu: h100-sxm")) << yaml;
 }
 
 TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {
