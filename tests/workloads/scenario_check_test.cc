@@ -71,6 +71,52 @@ TEST(ScenarioCheck, AGlobalBatchTheDataParallelismCannotSplitIsNamedAtItsKey) {
             "2 x 1 x 1");
 }
 
+// The layout must fill the job's GPUs, which leave out the cluster's hot spare nodes: the error
+// says so, with where the count comes from. The default job is tp 8 x pp 4 x dp 2 = 64 ranks; on
+// 9 nodes of 8 with 1 spare the job has 64 GPUs, so dp 4 (128 ranks) is refused.
+TEST(ScenarioCheck, ALayoutAgainstSpareNodesSaysTheJobsGpus) {
+  sim::ConfigDoc doc = sim::ConfigDoc::load_string(default_scenario_yaml(), "default.yaml");
+  doc.apply_override("cluster.nodes=9");
+  doc.apply_override("cluster.spare_nodes=1");
+  doc.apply_override("workload.parallelism.dp=4");
+  try {
+    bind_scenario(std::move(doc), "default", true, 0);
+    ADD_FAILURE() << "128 ranks on a job of 64 GPUs were accepted";
+  } catch (const sim::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("= 128 ranks, but the job has 64 GPUs (72 in the cluster less 1 spare node "
+                                         "of 8)"),
+              std::string::npos)
+        << e.what();
+  }
+  // Without spares the cluster's GPUs are the job's.
+  EXPECT_NE(bind_error("workload.parallelism.dp=4", 0).find("= 128 ranks, but the cluster has 64 GPUs"),
+            std::string::npos)
+      << bind_error("workload.parallelism.dp=4", 0);
+  // Large counts are grouped: 2,048 nodes of 8 less 32 spare nodes leave 2,016 x 8 = 16,128 GPUs.
+  // tp 8 x pp 4 x dp_outer 5 = 160 does not divide 16,128 (16,128 / 160 = 100.8); the default
+  // job's 64 ranks are not 16,128.
+  const topo::GpuSpec gpu = bind_default("", 0).cluster.gpu;
+  auto layout_error = [&](const std::string& override) {
+    sim::ConfigDoc d = sim::ConfigDoc::load_string(default_scenario_yaml(), "default.yaml");
+    if (!override.empty()) d.apply_override(override);
+    try {
+      (void)bind_training(d.root().child("workload"), gpu, 16128, 0, SpareNodes{32, 8});
+    } catch (const sim::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(layout_error("").find("8 x 1 x 4 x 2 x 1 = 64 ranks, but the job has 16,128 GPUs (16,384 in the cluster "
+                                  "less 32 spare nodes of 8)"),
+            std::string::npos)
+      << layout_error("");
+  EXPECT_NE(layout_error("workload.parallelism={tp: 8, pp: 4, dp: auto, dp_outer: 5}")
+                .find("auto: tp x cp x pp x dp_outer = 8 x 1 x 4 x 5 = 160 does not divide the job's 16,128 GPUs "
+                      "(16,384 in the cluster less 32 spare nodes of 8)"),
+            std::string::npos)
+      << layout_error("workload.parallelism={tp: 8, pp: 4, dp: auto, dp_outer: 5}");
+}
+
 TEST(ScenarioCheck, MemorySizesThatLeaveNothingAreNamed) {
   // A plain number is bytes: 80 B of HBM, below the 1 GiB any accelerator has.
   EXPECT_NE(bind_error("cluster.gpu={preset: h100-sxm, hbm_capacity: 80}", 0)

@@ -44,7 +44,7 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, uint32_t gpus,
-                           uint64_t memory_limit) {
+                           uint64_t memory_limit, SpareNodes spares) {
   DilocoSettings s;
   DilocoConfig& c = s.config;
   c.islands = w.get_int("islands");
@@ -58,7 +58,7 @@ DilocoSettings bind_diloco(const sim::ConfigNode& w, const topo::GpuSpec& gpu, u
   if (static_cast<__int128>(c.inner_steps) * c.outer_steps > (int64_t{1} << 32))
     w.child("outer_steps").fail("inner_steps x outer_steps = " + std::to_string(c.inner_steps) + " x " +
                                 std::to_string(c.outer_steps) + " is more than 2^32 simulated inner steps");
-  s.island = bind_training(w.child("island"), gpu, gpus, memory_limit);
+  s.island = bind_training(w.child("island"), gpu, gpus, memory_limit, spares);
 
   auto o = w.child("outer_sync");
   OuterSyncConfig& sc = c.sync;

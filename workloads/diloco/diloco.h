@@ -133,7 +133,7 @@ struct DilocoSettings {
 // Binds `workload: {kind: diloco, ...}` (see diloco_config.cc for the keys). `gpus` is one island's
 // GPU count. Throws sim::ConfigError with file:line:col and key.
 DilocoSettings bind_diloco(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus,
-                           uint64_t memory_limit);
+                           uint64_t memory_limit, SpareNodes spares = {});
 
 struct DilocoResult {
   StepResult step;         // one island's inner step, simulated on the island cluster

@@ -331,10 +331,10 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
   std::optional<DilocoSettings> ds;
   const TrainingJob* tj = nullptr;
   if (kind == "training") {
-    ts = bind_training(job, cluster.gpu, cluster.job_gpus(), ctx.memory_limit);
+    ts = bind_training(job, cluster.gpu, cluster.job_gpus(), ctx.memory_limit, spare_nodes(cluster));
     tj = &ts->job;
   } else {
-    ds = bind_diloco(job, cluster.gpu, cluster.job_gpus(), ctx.memory_limit);
+    ds = bind_diloco(job, cluster.gpu, cluster.job_gpus(), ctx.memory_limit, spare_nodes(cluster));
     tj = &ds->island.job;
     d.diloco = true;
     d.islands = ds->config.islands;

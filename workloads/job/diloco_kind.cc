@@ -115,7 +115,8 @@ class DilocoJob : public Job {
 
 std::unique_ptr<Job> bind_diloco_job(const sim::ConfigNode& w, const BindContext& ctx) {
   ctx.refuse_failures("diloco");
-  return std::make_unique<DilocoJob>(bind_diloco(w, ctx.cluster.gpu, ctx.cluster.job_gpus(), ctx.memory_limit));
+  return std::make_unique<DilocoJob>(
+      bind_diloco(w, ctx.cluster.gpu, ctx.cluster.job_gpus(), ctx.memory_limit, spare_nodes(ctx.cluster)));
 }
 
 }  // namespace wl

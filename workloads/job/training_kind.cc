@@ -9,6 +9,7 @@
 
 #include "sim/units.h"
 #include "workloads/job/format.h"
+#include "workloads/job/kinds.h"
 
 namespace wl {
 
@@ -115,7 +116,8 @@ const char* recovery_name(Recovery r) {
 }  // namespace
 
 std::unique_ptr<Job> bind_training_job(const sim::ConfigNode& w, const BindContext& ctx) {
-  TrainingSettings ts = bind_training(w, ctx.cluster.gpu, ctx.cluster.job_gpus(), ctx.memory_limit);
+  TrainingSettings ts =
+      bind_training(w, ctx.cluster.gpu, ctx.cluster.job_gpus(), ctx.memory_limit, spare_nodes(ctx.cluster));
   std::optional<FailureSettings> f;
   if (ctx.failures) f = bind_failures(*ctx.failures, ctx.topology, ts, ctx.cluster.spare_nodes);
   return std::make_unique<TrainingJobImpl>(std::move(ts), std::move(f), ctx.cluster.spare_nodes);

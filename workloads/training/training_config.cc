@@ -24,6 +24,27 @@ auto located(const sim::ConfigNode& node, F&& f) -> decltype(f()) {
   }
 }
 
+// 16384 -> "16,384".
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// The job's GPUs in errors about the layout: "64 GPUs", or with hot spare nodes set aside
+// "16,128 GPUs (16,384 in the cluster less 32 spare nodes of 8)".
+std::string job_gpus_text(uint32_t gpus, SpareNodes spares) {
+  std::string t = grouped(gpus) + (gpus == 1 ? " GPU" : " GPUs");
+  if (spares.nodes > 0)
+    t += " (" + grouped(gpus + static_cast<uint64_t>(spares.nodes) * spares.gpus_per_node) + " in the cluster less " +
+         grouped(spares.nodes) + (spares.nodes == 1 ? " spare node of " : " spare nodes of ") +
+         std::to_string(spares.gpus_per_node) + ")";
+  return t;
+}
+
 }  // namespace
 
 ModelSpec bind_model(const sim::ConfigNode& m) {
@@ -88,7 +109,9 @@ ModelSpec bind_model(const sim::ConfigNode& m) {
 }
 
 TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gpu, uint32_t gpus,
-                               uint64_t memory_limit) {
+                               uint64_t memory_limit, SpareNodes spares) {
+  // Whose GPUs the layout must fill: the cluster's, or the job's when spare nodes are set aside.
+  const char* owner = spares.nodes > 0 ? "job" : "cluster";
   TrainingSettings ts;
   TrainingJob& j = ts.job;
   j.gpu = gpu;
@@ -132,7 +155,7 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     if (others == 0 || gpus % others != 0)
       d->fail("auto: tp x cp x pp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
               std::to_string(j.pp) + " x " + std::to_string(j.dp_outer) + " = " + std::to_string(others) +
-              " does not divide the cluster's " + std::to_string(gpus) + " GPUs");
+              " does not divide the " + owner + "'s " + job_gpus_text(gpus, spares));
     j.dp = static_cast<int64_t>(gpus / others);
   } else {
     j.dp = p.get_int_in("dp", 1, 1 << 24, 1);
@@ -267,8 +290,8 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
                                     : std::to_string(static_cast<uint64_t>(ranks));
     p.fail("tp x cp x pp x dp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
            std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
-           product + (product == "1" ? " rank" : " ranks") + ", but the cluster has " +
-           sim::count_noun(gpus, "GPU", "GPUs"));
+           product + (product == "1" ? " rank" : " ranks") + ", but the " + owner + " has " +
+           job_gpus_text(gpus, spares));
   }
   // FP8 needs an FP8 tensor path (Hopper and later): on a GPU without one the run would silently
   // fall back to another precision's peak.

@@ -38,10 +38,18 @@ struct TrainingSettings {
   std::array<std::string, kNumDims> algorithm_at;
 };
 
+// The cluster's hot spare nodes (cluster.spare_nodes), which the job's GPUs leave out: errors about
+// the layout say where the job's GPU count comes from.
+struct SpareNodes {
+  uint32_t nodes = 0;
+  uint32_t gpus_per_node = 0;
+};
+
 ModelSpec bind_model(const sim::ConfigNode& model);
-// `gpus` is the cluster size: the layout must use every GPU. `memory_limit` (bytes, 0: none) refuses
-// a step whose programs alone would need more (BindContext::memory_limit).
+// `gpus` is the job's GPU count (the cluster's, less `spares`): the layout must use every GPU.
+// `memory_limit` (bytes, 0: none) refuses a step whose programs alone would need more
+// (BindContext::memory_limit).
 TrainingSettings bind_training(const sim::ConfigNode& workload, const topo::GpuSpec& gpu, uint32_t gpus,
-                               uint64_t memory_limit);
+                               uint64_t memory_limit, SpareNodes spares = {});
 
 }  // namespace wl
