@@ -1022,6 +1022,7 @@ TEST_F(CliFailures, BadCampaignInputsAreOneLineNamingTheKey) {
       {small_campaign("  checkpoint: {every_steps: 0}\n"), "workload.checkpoint.every_steps"},
       {small_campaign("  checkpoint: {interval: 0s}\n"), "workload.checkpoint.interval"},
       {small_campaign("  spares: 9\n"), "workload.spares"},
+      {small_campaign("  detection: {watchdog: 0s}\n"), "workload.detection.watchdog: the watchdog timeout must be positive"},
   };
   for (const auto& [yaml, message] : cases) {
     SCOPED_TRACE(message);
@@ -1035,9 +1036,12 @@ TEST_F(CliFailures, BadCampaignInputsAreOneLineNamingTheKey) {
       {"{profile: llama3-405b}", "{profile: nonesuch}"},
       {"{profile: llama3-405b}", "{processes: [{name: psu, category: toaster, rate_per_1000_node_days: 1}]}"},
       {"{profile: llama3-405b}", "{processes: [{name: psu, category: host, rate_per_1000_node_days: -1}]}"},
+      {"{profile: llama3-405b}", "{processes: [{name: row, category: host, rate_per_1000_node_days: 1, nodes: 9}]}"},
   };
+  // The job has 8 nodes (64 GPUs of 8 per node): an event of 9 nodes is more than it has.
   const char* keys[] = {"workload.policy", "workload.failures.profile", "workload.failures.processes[0].category",
-                        "workload.failures.processes[0].rate_per_1000_node_days"};
+                        "workload.failures.processes[0].rate_per_1000_node_days",
+                        "workload.failures.processes[0].nodes: 9 nodes per event, more than the job's 8 nodes"};
   for (size_t i = 0; i < std::size(replaced); ++i) {
     SCOPED_TRACE(keys[i]);
     std::string yaml = small_campaign();

@@ -766,6 +766,30 @@ TEST(CampaignConfig, ElasticWithoutWholeReplicasSaysWhy) {
   EXPECT_NE(e.find("ZeRO and FSDP shard the state"), std::string::npos) << e;
 }
 
+// A process whose events take more nodes than the job has is refused at its key, with the job's
+// node count (the model used to take the whole job without a word); the whole job (2,048 of the
+// llama_defaults job's 2,048 nodes) is accepted. For islands the bound is one island's nodes.
+TEST(CampaignConfig, ProcessNodesBeyondTheJobAreRefused) {
+  const std::string rack = "campaign.failures.processes=[{name: rack, category: host, rate_per_1000_node_days: 1, ";
+  const std::string e = bind_error({rack + "nodes: 4096}]"});
+  EXPECT_NE(e.find("campaign.failures.processes[0].nodes: 4096 nodes per event, more than the job's 2048 nodes"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(bind({rack + "nodes: 2048}]"}).failures.processes.back().nodes, 2048);
+  // A profile's entry given more nodes is named the same way.
+  const std::string g = bind_error({"campaign.failures.processes=[{name: Faulty GPU, nodes: 2049}]"});
+  EXPECT_NE(g.find("campaign.failures.processes[0].nodes: 2049 nodes per event"), std::string::npos) << g;
+}
+
+// detection.watchdog: 0 is refused as the step's failures.watchdog: 0 is, in the same words (a
+// timeout of 0 would abort every collective as it is issued); a positive one is taken.
+TEST(CampaignConfig, AZeroWatchdogIsRefusedAsInTheStep) {
+  const std::string e = bind_error({"campaign.detection.watchdog=0s"});
+  EXPECT_NE(e.find("campaign.detection.watchdog: the watchdog timeout must be positive"), std::string::npos) << e;
+  EXPECT_EQ(bind({"campaign.detection.watchdog=1s"}).detect_hang_s, 1);
+  EXPECT_EQ(bind({"campaign.detection.crash=0s"}).detect_crash_s, 0);  // an instant crash report is a model
+}
+
 TEST(CampaignConfig, ErrorsNameLocationAndKey) {
   struct Case {
     std::vector<std::string> set;

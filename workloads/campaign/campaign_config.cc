@@ -32,8 +32,10 @@ double positive_bandwidth(const sim::ConfigNode& n, std::string_view key, double
   return v;
 }
 
-// One entry of failures.processes; `base` is the profile's entry of the same name, if any.
-FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base) {
+// One entry of failures.processes; `base` is the profile's entry of the same name, if any. An
+// event takes `nodes` nodes of the job's `job_nodes` (per island for `islands`): more than the job
+// has is refused (the model would silently take the whole job).
+FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base, int64_t job_nodes, bool islands) {
   FailureProcess p = base ? *base : FailureProcess{};
   p.name = e.get_string("name");
   const bool has_rate = e.has("rate_per_1000_node_days"), has_mtbf = e.has("mtbf_per_node");
@@ -61,6 +63,11 @@ FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base
     e.child("shape").fail("shape is for distribution: weibull");
   }
   p.nodes = e.get_int_in("nodes", 1, int64_t{1} << 30, p.nodes);
+  if (p.nodes > job_nodes)
+    (e.has("nodes") ? e.child("nodes") : e)
+        .fail(std::to_string(p.nodes) + " nodes per event, more than the job's " + std::to_string(job_nodes) +
+              (job_nodes == 1 ? " node" : " nodes") + (islands ? " per island" : "") + ": an event takes at most " +
+              (islands ? "an island" : "the whole job") + " (nodes: " + std::to_string(job_nodes) + ")");
   p.replace = e.get_bool("replace", p.replace);
   const char* m = p.manifests == Manifestation::kCrash  ? "crash"
                   : p.manifests == Manifestation::kHang ? "hang"
@@ -70,7 +77,7 @@ FailureProcess bind_process(const sim::ConfigNode& e, const FailureProcess* base
   return p;
 }
 
-FailureModel bind_failures(const sim::ConfigNode& f) {
+FailureModel bind_failures(const sim::ConfigNode& f, int64_t job_nodes, bool islands) {
   FailureModel model;
   const bool planned = f.get_bool("planned", false);
   if (f.has("profile")) {
@@ -88,9 +95,9 @@ FailureModel bind_failures(const sim::ConfigNode& f) {
       auto it = std::find_if(model.processes.begin(), model.processes.end(),
                              [&](const FailureProcess& p) { return p.name == name; });
       if (it != model.processes.end()) {
-        *it = bind_process(e, &*it);
+        *it = bind_process(e, &*it, job_nodes, islands);
       } else {
-        model.processes.push_back(bind_process(e, nullptr));
+        model.processes.push_back(bind_process(e, nullptr, job_nodes, islands));
       }
     }
   }
@@ -141,11 +148,14 @@ CampaignSpec bind_campaign(const sim::ConfigNode& c, const CampaignDefaults& d) 
   if (s.policy == CampaignPolicy::kRestart && s.spares > 0)
     c.child("spares").fail("policy restart waits for repairs and has no spares; use policy hot_spares");
 
-  s.failures = bind_failures(c.child("failures"));
+  s.failures = bind_failures(c.child("failures"), d.job_nodes, s.policy == CampaignPolicy::kIslands);
 
   const sim::ConfigNode det = c.child_map("detection");
   s.detect_crash_s = duration_s(det, "crash", kDefaultCrashDetectionS);
+  // As the step's failures.watchdog (workloads/training/recovery.cc): a timeout of 0 would abort
+  // every collective, hung or not, the moment it is issued.
   s.detect_hang_s = duration_s(det, "watchdog", kDefaultWatchdogS);
+  if (!(s.detect_hang_s > 0)) det.child("watchdog").fail("the watchdog timeout must be positive");
   const sim::ConfigNode rs = c.child_map("restart");
   s.teardown_s = duration_s(rs, "teardown", kDefaultTeardownS);
   s.init_s = duration_s(rs, "init", kDefaultInitS);

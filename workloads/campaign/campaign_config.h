@@ -17,10 +17,10 @@
 //                                    # maintenance | planned | unknown
 //           rate_per_1000_node_days: 1.34   # or mtbf_per_node: 2000d (one of the two)
 //           distribution: exponential        # or weibull, with shape: 0.8 (> 0)
-//           nodes: 1                 # nodes one event takes (a switch, a rack)
+//           nodes: 1                 # nodes one event takes (a switch, a rack); at most the job's
 //           replace: true            # hardware (to repair) or a restart only
 //           manifests: crash         # crash | hang | planned
-//     detection: {crash: 30s, watchdog: 10min}
+//     detection: {crash: 30s, watchdog: 10min}   # watchdog > 0, as the step's failures.watchdog
 //     restart: {teardown: 1min, init: 5min}
 //     repair: {mean: 24h, distribution: exponential}   # or fixed
 //     checkpoint:
