@@ -482,6 +482,48 @@ TEST(CampaignIslands, FailureFreeRoundsMatchClosedForm) {
   EXPECT_NEAR(r.wall_h.mean * kHour, 1200, 1e-6);
 }
 
+// Islands take checkpoints only within a round (every k steps from its start): with H = 100 inner
+// steps, k = 100 (or more) takes none, so the summary says so instead of printing "checkpoint
+// every 100 steps" and Young's and Daly's intervals, and the JSON has checkpoints_taken false;
+// k = 50 takes one in the middle of each round and prints them as before.
+TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
+  CampaignSpec s = zero_cost_spec(2, process(1.0 / (1000 * kHour), false));
+  s.job.diloco = true;
+  s.job.islands = 4;
+  s.job.inner_steps_per_round = 100;
+  s.job.outer_sync_s = 20;
+  s.policy = CampaignPolicy::kIslands;
+  s.duration_s = 12000;
+  FixedCost cost(1.0, 100);
+  for (int64_t k : {100, 250}) {
+    s.checkpoint.every_steps = k;
+    const CampaignSummary r = run_campaign(s, cost, 2, 1, 1);
+    const std::string text = campaign_summary_text(s, r);
+    EXPECT_NE(text.find("no checkpoints: the interval of " + std::to_string(k) + " steps"), std::string::npos) << text;
+    EXPECT_NE(text.find("is not shorter than a round of 100 inner steps"), std::string::npos) << text;
+    EXPECT_EQ(text.find("checkpoint every"), std::string::npos) << text;
+    EXPECT_EQ(text.find("optimum interval for delta"), std::string::npos) << text;
+    EXPECT_NE(text.find("do not apply"), std::string::npos) << text;
+    nlohmann::ordered_json j;
+    campaign_to_json(s, r, j);
+    EXPECT_FALSE(j["results"]["checkpoints_taken"].get<bool>());
+  }
+  s.checkpoint.every_steps = 50;
+  const CampaignSummary r = run_campaign(s, cost, 2, 1, 1);
+  const std::string text = campaign_summary_text(s, r);
+  EXPECT_NE(text.find("checkpoint every 50 steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("Young"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no checkpoints"), std::string::npos) << text;
+  nlohmann::ordered_json j;
+  campaign_to_json(s, r, j);
+  EXPECT_TRUE(j["results"]["checkpoints_taken"].get<bool>());
+  // Not islands: the same interval on one job takes its checkpoints.
+  s.policy = CampaignPolicy::kRestart;
+  s.checkpoint.every_steps = 100;
+  EXPECT_NE(campaign_summary_text(s, run_campaign(s, cost, 2, 1, 1)).find("checkpoint every 100 steps"),
+            std::string::npos);
+}
+
 // One island, software failures at lambda, restart R, no outer sync time, no checkpoint inside a
 // round (the synced parameters at the round's start are the recovery point): a round needs
 // W = H s of failure-free work, which takes e^{lambda R} (e^{lambda W} - 1) / lambda on average

@@ -1393,6 +1393,10 @@ nlohmann::ordered_json finite_or_null(double x) { return std::isfinite(x) ? nloh
 
 }  // namespace
 
+bool no_checkpoints(const CampaignSpec& spec, const CampaignSummary& s) {
+  return spec.policy == CampaignPolicy::kIslands && s.every_steps >= spec.job.inner_steps_per_round;
+}
+
 std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummary& s) {
   std::string o;
   const CampaignDefaults& j = spec.job;
@@ -1413,14 +1417,30 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
           spec.failures.profile.empty() ? "explicit" : spec.failures.profile.c_str(), spec.failures.processes.size(),
           dur(s.job_mtbf_s).c_str(), islands ? "one island" : "the whole job",
           spec.repair == RepairDistribution::kFixed ? "fixed" : "exponential, mean", dur(spec.repair_mean_s).c_str());
-  appendf(o, "  step %s, %.4g tokens; checkpoint every %lld steps (%s), %s, %s, stall %s, write %s, load %s%s\n",
-          dur(s.step_s).c_str(), s.tokens_per_step, static_cast<long long>(s.every_steps),
-          dur(s.checkpoint_interval_s).c_str(), mode_name(spec.checkpoint.mode).c_str(),
-          sim::format_bytes(spec.checkpoint.size_bytes).c_str(), dur(s.checkpoint_stall_s).c_str(),
-          dur(s.checkpoint_write_s).c_str(), dur(s.checkpoint_load_s).c_str(),
-          spec.checkpoint.in_memory ? ", in-memory peer copies" : "");
-  appendf(o, "  optimum interval for delta = %s, M = %s: Young %s, Daly %s\n", dur(s.checkpoint_stall_s).c_str(),
-          dur(s.job_mtbf_s).c_str(), dur(s.young_s).c_str(), dur(s.daly_s).c_str());
+  if (no_checkpoints(spec, s)) {
+    // An island's checkpoints restart with every round: with k >= H none is ever taken, and the
+    // outer sync's parameters are the only recovery point, so Young's and Daly's optima, which
+    // place checkpoints, say nothing here.
+    const int64_t h = j.inner_steps_per_round;
+    appendf(o,
+            "  step %s, %.4g tokens; no checkpoints: the interval of %lld steps (%s) is not shorter than a round "
+            "of %lld inner steps, so an island that fails restarts from the round's outer parameters\n",
+            dur(s.step_s).c_str(), s.tokens_per_step, static_cast<long long>(s.every_steps),
+            dur(s.checkpoint_interval_s).c_str(), static_cast<long long>(h));
+    appendf(o,
+            "  Young's and Daly's optimum intervals do not apply (no checkpoints); for checkpoints inside rounds "
+            "give checkpoint.every_steps below %lld\n",
+            static_cast<long long>(h));
+  } else {
+    appendf(o, "  step %s, %.4g tokens; checkpoint every %lld steps (%s), %s, %s, stall %s, write %s, load %s%s\n",
+            dur(s.step_s).c_str(), s.tokens_per_step, static_cast<long long>(s.every_steps),
+            dur(s.checkpoint_interval_s).c_str(), mode_name(spec.checkpoint.mode).c_str(),
+            sim::format_bytes(spec.checkpoint.size_bytes).c_str(), dur(s.checkpoint_stall_s).c_str(),
+            dur(s.checkpoint_write_s).c_str(), dur(s.checkpoint_load_s).c_str(),
+            spec.checkpoint.in_memory ? ", in-memory peer copies" : "");
+    appendf(o, "  optimum interval for delta = %s, M = %s: Young %s, Daly %s\n", dur(s.checkpoint_stall_s).c_str(),
+            dur(s.job_mtbf_s).c_str(), dur(s.young_s).c_str(), dur(s.daly_s).c_str());
+  }
   // A mean outside its own 2.5-97.5th percentile band: fewer than 2.5% of the trials lie far out
   // on one side (a heavy tail), which a reader would otherwise take for an error.
   auto tail = [](const auto& e) -> std::string {
@@ -1555,6 +1575,8 @@ void campaign_to_json(const CampaignSpec& spec, const CampaignSummary& s, nlohma
   r["step_s"] = s.step_s;
   r["tokens_per_step"] = s.tokens_per_step;
   r["checkpoint_every_steps"] = s.every_steps;
+  // Islands whose interval is not within a round take no checkpoint (campaign.h).
+  r["checkpoints_taken"] = !no_checkpoints(spec, s);
   r["checkpoint_interval_s"] = s.checkpoint_interval_s;
   r["checkpoint_stall_s"] = s.checkpoint_stall_s;
   r["checkpoint_write_s"] = s.checkpoint_write_s;

@@ -237,6 +237,10 @@ struct CampaignSummary {
   std::vector<TrialResult> per_trial;
 };
 
+// Islands whose checkpoint interval is not within a round (every_steps >= the inner steps per
+// round) take no checkpoint: the round's outer parameters are the only recovery point.
+bool no_checkpoints(const CampaignSpec& spec, const CampaignSummary& s);
+
 // The seed of trial t: splitmix64(splitmix64(seed) ^ t).
 uint64_t trial_seed(uint64_t seed, uint64_t trial);
 
