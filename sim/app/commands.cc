@@ -362,7 +362,10 @@ int cmd_faults(const FaultsOptions& opt) {
     for (char c : opt.step_cache) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
     options.emplace_back("workload.step_cache=" + quoted + "\"", "--step-cache");
   }
-  wl::Scenario sc = bind_file(opt.scenario, overrides, true, "", options);
+  // --trials sets workload.trials, so that what binding finds (results that outgrow --max-memory)
+  // names --trials.
+  if (opt.trials > 0) options.emplace_back("workload.trials=" + std::to_string(opt.trials), "--trials");
+  wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory, options);
   if (sc.kind->name != "campaign")
     throw sim::UserError((opt.scenario.empty() ? std::string("the default scenario") : opt.scenario) + ": workload.kind is '" +
                          std::string(sc.kind->name) +

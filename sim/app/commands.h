@@ -67,6 +67,7 @@ struct FaultsOptions {
   int threads = 0;     // 0: every core
   std::string json;
   std::string step_cache;  // overrides workload.step_cache
+  std::string max_memory;  // --max-memory as typed; empty: MemAvailable
   bool quiet = false;
 };
 

@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
   faults_cmd->add_option("--json", faults.json,
                          "Write results as JSON (scripts/plot_campaign.py draws them; -: to stdout, and nothing else)");
   faults_cmd->add_option("--step-cache", faults.step_cache, "File of cached step times (overrides workload.step_cache)");
+  faults_cmd->add_option("--max-memory", faults.max_memory,
+                         "Refuse a campaign whose cluster, step or trials' results would need more memory than this");
   faults_cmd->add_flag("-q,--quiet", faults.quiet, "Print nothing but errors");
 
   app::ReplayOptions replay;

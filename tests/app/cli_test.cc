@@ -1053,6 +1053,42 @@ TEST_F(CliFailures, BadCampaignInputsAreOneLineNamingTheKey) {
   }
 }
 
+// The trials' results are held at once, 200 bytes each (TrialResult: 13 doubles and 12 counters
+// of 8 bytes), once for the configured interval and once per sweep interval. Against
+// --max-memory 100MiB (104,857,600 bytes), each line worked out by hand:
+//   1,000,000 trials: 200,000,000 bytes, refused at binding, named at workload.trials or --trials;
+//   300,000 trials (60,000,000 bytes) with a sweep: 2 campaigns at least, 120,000,000: refused at binding;
+//   200,000 trials (40,000,000) with a sweep of 3 intervals (10, 20, 40 min: distinct step counts
+//   for a step of about a second): 80,000,000 passes binding, 4 x 40,000,000 = 160,000,000 is
+//   refused once the intervals are known, before any trial runs.
+TEST_F(CliFailures, CampaignTrialsThatOutgrowTheMemoryAreRefusedNamingTheKey) {
+  write_text(file("c.yaml"), small_campaign());
+  CliResult r = run({"faults", "c.yaml", "--trials", "1000000", "--max-memory", "100MiB"});
+  expect_one_error_line(r);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--trials: workload.trials: 1000000 trials x 200 bytes of results per trial need at "
+                              "least 191 MiB, more than the run's limit of 100 MiB (--max-memory"))
+      << r.err;
+  std::string yaml = small_campaign();
+  yaml.replace(yaml.find("trials: 200"), 11, "trials: 1000000");
+  write_text(file("big.yaml"), yaml);
+  r = run({"faults", "big.yaml", "--max-memory", "100MiB"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "big.yaml:")) << r.err;
+  EXPECT_TRUE(contains(r.err, ": workload.trials: 1000000 trials x 200 bytes")) << r.err;
+  r = run({"faults", "c.yaml", "--trials", "300000", "--max-memory", "100MiB", "--set",
+           "workload.checkpoint.sweep=[10min, 20min]"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--trials: workload.trials: 300000 trials x at least 2 campaigns")) << r.err;
+  EXPECT_TRUE(contains(r.err, "need at least 114 MiB")) << r.err;  // 120,000,000 / 2^20 = 114.4
+  r = run({"faults", "c.yaml", "--trials", "200000", "--max-memory", "100MiB", "--set",
+           "workload.checkpoint.sweep=[10min, 20min, 40min]"});
+  expect_one_error_line(r);
+  EXPECT_TRUE(contains(r.err, "--trials: workload.trials: 200000 trials x 4 campaigns (the configured checkpoint "
+                              "interval and 3 sweep intervals) x 200 bytes of results per trial need at least 153 MiB"))
+      << r.err;  // 160,000,000 / 2^20 = 152.6
+}
+
 // ---------------------------------------------------------------------------------------------
 // Replay of measured traces (tests/data/param-dlrm-8rank-v100: 8 ranks of DLRM on V100).
 

@@ -12,6 +12,7 @@
 //     policy: hot_spares
 //     trials: 1000
 //     step_cache: llama3-405b.stepcache
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -25,6 +26,7 @@
 
 #include "sim/error.h"
 #include "sim/random.h"
+#include "sim/units.h"
 #include "workloads/campaign/campaign.h"
 #include "workloads/campaign/campaign_config.h"
 #include "workloads/diloco/diloco.h"
@@ -169,6 +171,35 @@ class SimulatedStepCosts : public StepCostSource {
   std::string problem_;
 };
 
+// The trials' results are held all at once: one TrialResult per trial for the configured interval
+// (CampaignSummary::per_trial) and as many again for each checkpoint-sweep point, which
+// IntervalSweep keeps. `campaigns` x trials x sizeof(TrialResult) is a lower bound of what the
+// trials take (the estimates' copies, one double per trial, and under MPI the trials' texts come
+// on top); more than `limit` (BindContext::memory_limit; 0: none) is refused, named at `at` (the
+// place of workload.trials, or --trials), instead of ending in std::bad_alloc. `sweep_points`:
+// the sweep's intervals, known after the step is simulated; -1 at binding, where a sweep counts
+// as one point at least (its intervals may round to the same number of steps).
+void check_trials_memory(const std::string& at, int64_t trials, bool sweep, int64_t sweep_points, uint64_t limit) {
+  if (limit == 0) return;
+  const int64_t campaigns = 1 + (sweep ? std::max<int64_t>(1, sweep_points) : 0);
+  constexpr uint64_t kBytesPerTrial = sizeof(TrialResult);
+  const unsigned __int128 need = static_cast<unsigned __int128>(trials) * static_cast<unsigned __int128>(campaigns) *
+                                 kBytesPerTrial;
+  if (need <= limit) return;
+  std::string what;
+  appendf(what, "%lld trials", static_cast<long long>(trials));
+  if (sweep && sweep_points >= 0)
+    appendf(what, " x %lld campaigns (the configured checkpoint interval and %lld sweep intervals)",
+            static_cast<long long>(campaigns), static_cast<long long>(sweep_points));
+  else if (sweep)
+    appendf(what, " x at least 2 campaigns (the configured checkpoint interval and the sweep's)");
+  appendf(what, " x %llu bytes of results per trial need at least %s, more than the run's limit of %s "
+          "(--max-memory, else MemAvailable): run fewer trials",
+          static_cast<unsigned long long>(kBytesPerTrial), sim::format_bytes(static_cast<double>(need)).c_str(),
+          sim::format_bytes(static_cast<double>(limit)).c_str());
+  throw sim::ConfigError(at + ": " + what);
+}
+
 class CampaignResult : public JobResult {
  public:
   CampaignResult(const CampaignSpec& spec, CampaignSummary summary, std::optional<IntervalSweep> sweep,
@@ -220,8 +251,11 @@ class CampaignResult : public JobResult {
 class CampaignJob : public Job {
  public:
   CampaignJob(CampaignSpec spec, std::optional<TrainingSettings> ts, std::optional<DilocoSettings> ds,
-              std::string cache_path, uint64_t cache_key, const topo::Topology& topo, const topo::ClusterConfig& cluster)
-      : spec_(std::move(spec)),
+              std::string cache_path, uint64_t cache_key, const topo::Topology& topo, const topo::ClusterConfig& cluster,
+              std::string trials_at, uint64_t memory_limit)
+      : trials_at_(std::move(trials_at)),
+        memory_limit_(memory_limit),
+        spec_(std::move(spec)),
         ts_(std::move(ts)),
         ds_(std::move(ds)),
         cache_path_(std::move(cache_path)),
@@ -273,6 +307,8 @@ class CampaignJob : public Job {
     const uint64_t seed = seed_;
     const std::vector<double> intervals =
         spec_.checkpoint.sweep_requested() ? sweep_intervals(spec_, *costs_) : std::vector<double>{};
+    // Checked again now that the sweep's intervals are known (binding counted one at least).
+    check_trials_memory(trials_at_, trials, !intervals.empty(), static_cast<int64_t>(intervals.size()), memory_limit_);
     const int64_t total = trials * static_cast<int64_t>(1 + intervals.size());
     std::function<void(int64_t)> progress, sweep_progress;
     if (ctx_.progress) {
@@ -296,6 +332,8 @@ class CampaignJob : public Job {
   }
 
  private:
+  std::string trials_at_;  // where the trials were given, for check_trials_memory
+  uint64_t memory_limit_ = 0;
   CampaignSpec spec_;
   std::optional<TrainingSettings> ts_;
   std::optional<DilocoSettings> ds_;
@@ -349,6 +387,9 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
   // AdamBytes param + optimizer bytes per parameter, 2 + 12 = 14 by default (gradients are not saved).
   d.checkpoint_bytes = static_cast<double>(count_params(tj->model).total) * (tj->adam.param + tj->adam.optimizer);
   CampaignSpec spec = bind_campaign(w, d);
+  // `clustersim faults --trials N` sets workload.trials, so that this names --trials.
+  const std::string trials_at = w.has("trials") ? w.child("trials").where() : w.where() + ".trials";
+  check_trials_memory(trials_at, spec.trials, spec.checkpoint.sweep_requested(), -1, ctx.memory_limit);
   std::string cache = w.get_string("step_cache", "");
   if (!cache.empty()) {
     std::ofstream probe(cache, std::ios::app);
@@ -358,7 +399,7 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
   const uint64_t key =
       sim::hash_name(std::string(kStepModelVersion) + '\0' + ctx.cluster_yaml + '\0' + job.resolved_yaml());
   return std::make_unique<CampaignJob>(std::move(spec), std::move(ts), std::move(ds), cache, key, ctx.topology,
-                                       cluster);
+                                       cluster, trials_at, ctx.memory_limit);
 }
 
 }  // namespace wl
