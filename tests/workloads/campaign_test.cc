@@ -524,6 +524,39 @@ TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
             std::string::npos);
 }
 
+// The same in a checkpoint-interval sweep: with 1 s steps and rounds of 100 inner steps, intervals
+// of 50, 100 and 250 s are 50, 100 and 250 steps; only the first is shorter than a round, so the
+// other two rows say they take no checkpoint (text and JSON).
+TEST(CampaignIslands, SweepRowsNotWithinARoundSayTheyTakeNoCheckpoint) {
+  CampaignSpec s = zero_cost_spec(2, process(1.0 / (1000 * kHour), false));
+  s.job.diloco = true;
+  s.job.islands = 4;
+  s.job.inner_steps_per_round = 100;
+  s.job.outer_sync_s = 20;
+  s.policy = CampaignPolicy::kIslands;
+  s.duration_s = 12000;
+  FixedCost cost(1.0, 100);
+  const IntervalSweep sw = sweep_checkpoint_interval(s, cost, {50, 100, 250}, 2, 1, 1);
+  ASSERT_EQ(sw.points.size(), 3u);
+  const std::string text = campaign_sweep_text(s, sw);
+  std::vector<std::string> rows;
+  for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const std::string line = text.substr(at, nl - at);
+    for (const char* steps : {"      50 ", "     100 ", "     250 "})
+      if (line.find(steps) != std::string::npos) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 3u) << text;
+  EXPECT_EQ(rows[0].find("(no checkpoint)"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[1].find("(no checkpoint)"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find("(no checkpoint)"), std::string::npos) << rows[2];
+  EXPECT_NE(text.find("an interval of 100 steps or more is not shorter than a round"), std::string::npos) << text;
+  nlohmann::ordered_json j;
+  campaign_sweep_to_json(s, sw, j);
+  EXPECT_TRUE(j["sweep"]["points"][0]["checkpoints_taken"].get<bool>());
+  EXPECT_FALSE(j["sweep"]["points"][1]["checkpoints_taken"].get<bool>());
+  EXPECT_FALSE(j["sweep"]["points"][2]["checkpoints_taken"].get<bool>());
+}
+
 // One island, software failures at lambda, restart R, no outer sync time, no checkpoint inside a
 // round (the synced parameters at the round's start are the recovery point): a round needs
 // W = H s of failure-free work, which takes e^{lambda R} (e^{lambda W} - 1) / lambda on average

@@ -1491,12 +1491,19 @@ std::string campaign_sweep_text(const CampaignSpec& spec, const IntervalSweep& s
   appendf(o, "Checkpoint-interval sweep (%zu intervals, common random numbers; best = %s):\n", sw.points.size(),
           sw.fixed_work ? "lowest mean wall time" : "highest mean goodput");
   appendf(o, "  %12s %8s %10s %14s %12s\n", "interval", "steps", "ETTR", "goodput/s", "wall h");
+  bool none_taken = false;  // some interval is not within an island's round: it takes no checkpoint
   for (size_t i = 0; i < sw.points.size(); ++i) {
     const CampaignSummary& s = sw.points[i].summary;
-    appendf(o, "  %12s %8lld %9.2f%% %14.5g %12.2f%s\n", dur(s.checkpoint_interval_s).c_str(),
+    const bool none = no_checkpoints(spec, s);
+    none_taken = none_taken || none;
+    appendf(o, "  %12s %8lld %9.2f%% %14.5g %12.2f%s%s\n", dur(s.checkpoint_interval_s).c_str(),
             static_cast<long long>(s.every_steps), 100 * s.ettr.mean, s.goodput_tokens_per_s.mean, s.wall_h.mean,
-            i == sw.best ? "  <- best" : "");
+            none ? "  (no checkpoint)" : "", i == sw.best ? "  <- best" : "");
   }
+  if (none_taken)
+    appendf(o, "  (no checkpoint): an interval of %lld steps or more is not shorter than a round, so an island takes "
+            "no checkpoint and a failed one restarts from the round's outer parameters\n",
+            static_cast<long long>(spec.job.inner_steps_per_round));
   const bool edge = sw.points.size() > 1 && (sw.best == 0 || sw.best + 1 == sw.points.size());
   appendf(o, "  best %s (%s); for delta = %s, M = %s: Young (1974) %s, Daly (2006) %s\n",
           dur(sw.best_interval_s).c_str(),
@@ -1607,6 +1614,7 @@ void campaign_sweep_to_json(const CampaignSpec& spec, const IntervalSweep& sw, n
     e["interval_s"] = p.summary.checkpoint_interval_s;
     e["requested_interval_s"] = p.interval_s;
     e["every_steps"] = p.summary.every_steps;
+    e["checkpoints_taken"] = !no_checkpoints(spec, p.summary);
     e["ettr"] = est_json(p.summary.ettr);
     e["goodput_tokens_per_s"] = est_json(p.summary.goodput_tokens_per_s);
     e["wall_h"] = est_json(p.summary.wall_h);
