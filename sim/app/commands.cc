@@ -157,9 +157,9 @@ sim::ConfigDoc load_scenario(const std::string& path) {
 
 bool show_progress(bool quiet) { return !quiet && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO); }
 
-void print_warnings(const sim::ConfigDoc& doc, bool quiet) {
+void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   if (quiet) return;
-  for (const std::string& w : doc.warnings()) std::fprintf(stderr, "clustersim: warning: %s\n", w.c_str());
+  for (const std::string& w : warnings) std::fprintf(stderr, "clustersim: warning: %s\n", w.c_str());
 }
 
 void TerminalProgress::on_progress(sim::Time now, uint64_t events) {
@@ -220,7 +220,7 @@ int cmd_run(const RunOptions& opt) {
   wl::Scenario sc = bind_file(opt.scenario, overrides, true, opt.max_memory);
   if (seed) sc.seed = *seed;
   sc.doc.check_all_used();  // unknown keys are errors before anything is simulated
-  print_warnings(sc.doc, opt.quiet);
+  print_warnings(sc.doc.warnings(), opt.quiet);
   if (opt.trace.empty())
     refuse_stdout(sc.trace, "output.trace", "a trace is big, and gzip'ed when its name ends in .gz");
   check_output(opt.json, "--json");  // every output is checked before anything is simulated
@@ -372,7 +372,7 @@ int cmd_faults(const FaultsOptions& opt) {
                          "'; faults runs a campaign: workload: {kind: campaign, job: {kind: " + std::string(sc.kind->name) +
                          ", ...}, duration: 54d, failures: {profile: llama3-405b}} (see README, Fault tolerance)");
   sc.doc.check_all_used();
-  print_warnings(sc.doc, opt.quiet);
+  print_warnings(sc.doc.warnings(), opt.quiet);
   check_output(opt.json, "--json");
   sim::Simulation sim(sc.seed);
   sim.set_log(opt.log);
@@ -438,7 +438,7 @@ int cmd_topology(const TopologyOptions& opt) {
   const bool to_stdout = output_to_stdout({{opt.dot, "--dot"}});
   wl::Scenario sc = bind_file(opt.scenario, opt.overrides, false, opt.max_memory);
   sc.doc.check_all_used_under("cluster");  // unknown cluster keys are errors, as in `run`
-  print_warnings(sc.doc, false);
+  print_warnings(sc.doc.warnings(), false);
   check_output(opt.dot, "--dot");
   if (!to_stdout) std::printf("%s\n", sc.topology->describe().c_str());
   if (!opt.dot.empty()) write_output(opt.dot, sc.topology->to_dot());

@@ -110,9 +110,9 @@ struct SweepOptions {
   bool quiet = false;
 };
 
-// The scenario's warnings (sim::ConfigNode::warn: implausible values, allowed), one line each on
+// A scenario's warnings (sim::ConfigDoc::warnings: implausible values, allowed), one line each on
 // stderr as "clustersim: warning: <where>: <what>"; nothing with --quiet.
-void print_warnings(const sim::ConfigDoc& doc, bool quiet);
+void print_warnings(const std::vector<std::string>& warnings, bool quiet);
 
 // Output files: checked writable before anything is simulated (naming the option), and written
 // whole to PATH.partial then renamed, so a failed run leaves an earlier file as it was. "-" is

@@ -191,8 +191,7 @@ int cmd_sweep(const SweepOptions& opt) {
     }
     for (size_t k = 0; k < axes.size(); ++k)
       if (!unknown[k].empty() && !known[k]) throw sim::UserError(as_axis_error(unknown[k]));
-    if (!opt.quiet && mpi_rank() == 0)
-      for (const std::string& w : warnings) std::fprintf(stderr, "clustersim: warning: %s\n", w.c_str());
+    print_warnings(warnings, opt.quiet || mpi_rank() != 0);
   }
 
   // Point i's value index along axis k: the first axis outermost.

@@ -482,11 +482,9 @@ TEST(CampaignIslands, FailureFreeRoundsMatchClosedForm) {
   EXPECT_NEAR(r.wall_h.mean * kHour, 1200, 1e-6);
 }
 
-// Islands take checkpoints only within a round (every k steps from its start): with H = 100 inner
-// steps, k = 100 (or more) takes none, so the summary says so instead of printing "checkpoint
-// every 100 steps" and Young's and Daly's intervals, and the JSON has checkpoints_taken false;
-// k = 50 takes one in the middle of each round and prints them as before.
-TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
+// Four DiLoCo islands of 2 nodes, rounds of H = 100 inner steps and a 20 s outer sync, rare
+// failures, 12,000 s: the set-up of the tests on checkpoints within a round.
+CampaignSpec islands_of_100_steps() {
   CampaignSpec s = zero_cost_spec(2, process(1.0 / (1000 * kHour), false));
   s.job.diloco = true;
   s.job.islands = 4;
@@ -494,6 +492,15 @@ TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
   s.job.outer_sync_s = 20;
   s.policy = CampaignPolicy::kIslands;
   s.duration_s = 12000;
+  return s;
+}
+
+// Islands take checkpoints only within a round (every k steps from its start): with H = 100 inner
+// steps, k = 100 (or more) takes none, so the summary says so instead of printing "checkpoint
+// every 100 steps" and Young's and Daly's intervals, and the JSON has checkpoints_taken false;
+// k = 50 takes one in the middle of each round and prints them as before.
+TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
+  CampaignSpec s = islands_of_100_steps();
   FixedCost cost(1.0, 100);
   for (int64_t k : {100, 250}) {
     s.checkpoint.every_steps = k;
@@ -528,13 +535,7 @@ TEST(CampaignIslands, AnIntervalNotWithinARoundIsReportedAsNoCheckpoints) {
 // of 50, 100 and 250 s are 50, 100 and 250 steps; only the first is shorter than a round, so the
 // other two rows say they take no checkpoint (text and JSON).
 TEST(CampaignIslands, SweepRowsNotWithinARoundSayTheyTakeNoCheckpoint) {
-  CampaignSpec s = zero_cost_spec(2, process(1.0 / (1000 * kHour), false));
-  s.job.diloco = true;
-  s.job.islands = 4;
-  s.job.inner_steps_per_round = 100;
-  s.job.outer_sync_s = 20;
-  s.policy = CampaignPolicy::kIslands;
-  s.duration_s = 12000;
+  CampaignSpec s = islands_of_100_steps();
   FixedCost cost(1.0, 100);
   const IntervalSweep sw = sweep_checkpoint_interval(s, cost, {50, 100, 250}, 2, 1, 1);
   ASSERT_EQ(sw.points.size(), 3u);
