@@ -58,6 +58,7 @@ def main():
     ax.set_title("where the step's time goes")
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
+    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,7 @@ def main():
         line(rows, axes, args.metric, args.output)
     else:
         heatmap(rows, axes, args.metric, args.output)
+    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

@@ -250,6 +250,9 @@ int cmd_calibrate(const CalibrateOptions& opt) {
     j["host"] = h;
     write_output(opt.json, j.dump(2) + "\n");
   }
+  say_written(opt.output, "profile", quiet, " (load it with cluster.profile.file)");
+  say_written(opt.samples, "samples", quiet);
+  say_written(opt.json, "JSON", quiet);
   return 0;
 }
 

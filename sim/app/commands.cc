@@ -62,6 +62,11 @@ void write_output(const std::string& path, const std::string& text) {
   if (ec) throw sim::UserError("cannot rename " + partial + " to " + path + ": " + ec.message());
 }
 
+void say_written(const std::string& path, const char* what, bool quiet, const std::string& hint) {
+  if (quiet || path.empty() || path == "-") return;
+  std::printf("%s written: %s%s\n", what, path.c_str(), hint.c_str());
+}
+
 bool output_to_stdout(const std::vector<std::pair<std::string, const char*>>& outputs) {
   const char* first = nullptr;
   for (const auto& [path, option] : outputs) {
@@ -205,6 +210,9 @@ uint64_t max_memory_bytes(const std::string& text) {
   return static_cast<uint64_t>(b);
 }
 
+// The hint after a trace's "written" line.
+constexpr const char* kOpenInPerfetto = " (open it in https://ui.perfetto.dev)";
+
 int cmd_run(const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   // --seed goes into the document like a --set, so that --resolved records the seed actually used.
@@ -251,6 +259,7 @@ int cmd_run(const RunOptions& opt) {
       std::string name = opt.scenario.empty() ? "default" : std::filesystem::path(opt.scenario).filename().string();
       append_file(opt.fingerprint, name + " checked-only\n");
     }
+    say_written(opt.resolved, "resolved scenario", quiet);
     return 0;
   }
 
@@ -298,6 +307,20 @@ int cmd_run(const RunOptions& opt) {
       exported = true;
     };
   }
+  if (trace) {
+    // The run's summary and result JSON (as --json writes it) go into the trace's otherData too,
+    // so that a trace says what it shows without the terminal it was made on.
+    ctx.on_result = [&trace](const wl::JobResult& r) {
+      if (!r.completed() && !r.aborted()) {
+        trace->set_metadata("problem", r.problem());
+        return;
+      }
+      trace->set_metadata("summary", r.summary());
+      nlohmann::ordered_json j;
+      r.to_json(j);
+      trace->set_metadata_json("result", j.dump());
+    };
+  }
   TerminalProgress progress;
   if (show_progress(quiet)) sim.set_progress(&progress);
   wl::ScenarioRun out = wl::run_scenario(sc, sim, ctx);
@@ -339,8 +362,9 @@ int cmd_run(const RunOptions& opt) {
     write_output(opt.json, j.dump(2) + "\n");
   }
   // Where the outputs went (stdout ones excepted: they are what stdout holds).
-  if (!quiet && !trace_path.empty()) std::printf("trace written: %s (open it in https://ui.perfetto.dev)\n", trace_path.c_str());
-  if (!quiet && !opt.json.empty()) std::printf("JSON written: %s\n", opt.json.c_str());
+  say_written(trace_path, "trace", quiet, kOpenInPerfetto);
+  say_written(opt.json, "JSON", quiet);
+  say_written(opt.resolved, "resolved scenario", quiet);
   if (result.aborted()) {
     // A failure the watchdog caught: reported in full above; status 4 tells scripts.
     std::fflush(stdout);
@@ -430,6 +454,7 @@ int cmd_faults(const FaultsOptions& opt) {
     result.to_json(j);
     write_output(opt.json, j.dump(2) + "\n");
   }
+  say_written(opt.json, "JSON", quiet);
   return 0;
 }
 
@@ -442,6 +467,7 @@ int cmd_topology(const TopologyOptions& opt) {
   check_output(opt.dot, "--dot");
   if (!to_stdout) std::printf("%s\n", sc.topology->describe().c_str());
   if (!opt.dot.empty()) write_output(opt.dot, sc.topology->to_dot());
+  say_written(opt.dot, "DOT graph", to_stdout, " (render it with Graphviz: dot -Tsvg " + opt.dot + " -o topology.svg)");
   return 0;
 }
 
@@ -542,6 +568,7 @@ int cmd_catalog(const CatalogOptions& opt) {
     j["models"] = std::move(models);
     write_output(opt.json, j.dump(2) + "\n");
   }
+  say_written(opt.json, "JSON", quiet);
   return 0;
 }
 

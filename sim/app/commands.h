@@ -119,6 +119,9 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet);
 // stdout: always writable, written at once.
 void check_output(const std::string& path, const char* option);
 void write_output(const std::string& path, const std::string& text);
+// The report's closing line for an output file: "<what> written: <path><hint>". Nothing for an
+// output not asked for (empty path), for stdout ("-": it is what stdout holds) or when quiet.
+void say_written(const std::string& path, const char* what, bool quiet, const std::string& hint = "");
 // The outputs of one command as (path, option) pairs: true when one of them is "-" (stdout; the
 // command then prints no report, as with --quiet, so that stdout holds that output alone). A
 // UserError naming the options when two of them are "-".

@@ -370,6 +370,8 @@ int cmd_sweep(const SweepOptions& opt) {
       std::printf("\n%zu of %zu points ran; the %s why\n", ok, mine.size(),
                   mine.size() - ok == 1 ? "other's row says" : "others' rows say");
   }
+  say_written(opt.csv, "CSV", quiet, " (plot it with scripts/plot_sweep.py)");
+  say_written(opt.json, "JSON", quiet);
   if (ok == 0 && !mine.empty()) {
     // Nothing ran: an error for scripts too, even with --quiet. Status 2 when the scenario refused
     // every point (bad input, as for `run`), 3 when some could not finish.

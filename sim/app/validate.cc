@@ -175,6 +175,8 @@ int cmd_validate(const ValidateOptions& opt) {
     j["mean_abs_error"] = counted > 0 ? sum_abs / counted : 0.0;
     write_output(opt.json, j.dump(2) + "\n");
   }
+  say_written(opt.fingerprint, "fingerprints", quiet);
+  say_written(opt.json, "JSON", quiet);
   if (!failing.empty()) {
     std::fflush(stdout);
     std::string names;

@@ -968,7 +968,7 @@ TEST_F(CliFailures, FaultsCampaignCachesStepTimesAndDoesNotDependOnThreads) {
   CliResult a = run({"faults", "c.yaml", "--json", "a.json", "--threads", "1", "--step-cache", "steps.cache"});
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_TRUE(contains(a.out, "ETTR")) << a.out;
-  EXPECT_TRUE(contains(a.out, " of wall time on 1 thread\n")) << a.out;
+  EXPECT_TRUE(contains(a.out, " of wall time on 1 thread\nJSON written: a.json\n")) << a.out;
   json ja = read_json("a.json");
   const int64_t simulated = ja["step_simulations"]["run"].get<int64_t>();
   EXPECT_GE(simulated, 1);  // the full job, and one per number of replicas down that occurred
@@ -1110,6 +1110,7 @@ TEST_F(CliReplay, ChakraExportOfTheDefaultStepReplaysToItsStepTime) {
   args.push_back("rep.json");
   CliResult r = run(args);
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\nJSON written: rep.json\n")) << r.out;
   const double step = read_json("run.json")["step_time_s"].get<double>();
   double longest = 0;
   const json rep = read_json("rep.json");
@@ -1261,6 +1262,8 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
   args.push_back("cal.json");
   CliResult r = run(args);
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\nprofile written: v100.yaml (load it with cluster.profile.file)\nJSON written: cal.json\n"))
+      << r.out;
   const json j = read_json("cal.json");
   ASSERT_EQ(j["kernels"].size(), 5u);  // GEMM, attention forward and backward, memory-bound, unvectorized
   // Memory-bound kernels: the default profile charges no per-kernel latency, so its predictions of
@@ -2247,6 +2250,31 @@ TEST_F(CliTrace, RunSaysWhereItsOutputsWent) {
   const std::string yaml = t["otherData"]["scenario_yaml"].get<std::string>();
   EXPECT_EQ(yaml.rfind("name: default-llama3-8b-64xh100-1f1b\n", 0), 0u) << yaml;
   EXPECT_TRUE(contains(yaml, "gpu: h100-sxm")) << yaml;
+  // ... and the run's summary and result, as the terminal and --json had them.
+  EXPECT_TRUE(contains(t["otherData"]["summary"].get<std::string>(), "MFU")) << t["otherData"].dump();
+  EXPECT_EQ(t["otherData"]["result"]["step_time_s"], read_json("r.json")["step_time_s"]);
+  // Every other command that writes files ends its report the same way (faults, replay and
+  // calibrate: in their own tests).
+  auto ends_with = [](const std::string& out, const std::string& tail) {
+    return out.size() >= tail.size() && out.compare(out.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  r = run({"run", "--check", "--resolved", "r.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(ends_with(r.out, "nothing simulated\nresolved scenario written: r.yaml\n")) << r.out;
+  r = run({"topology", "--dot", "g.dot"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(ends_with(r.out, "DOT graph written: g.dot (render it with Graphviz: dot -Tsvg g.dot -o topology.svg)\n"))
+      << r.out;
+  r = run({"catalog", "--json", "c.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(ends_with(r.out, "\nJSON written: c.json\n")) << r.out;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--csv", "s.csv", "--json", "s.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(ends_with(r.out, "the point ran\nCSV written: s.csv (plot it with scripts/plot_sweep.py)\n"
+                               "JSON written: s.json\n"))
+      << r.out;
+  r = run({"sweep", "--axis", "workload.parallelism.tp=8", "--csv", "s.csv", "-q"});
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(CliErrors, AnUnknownSubcommandIsNamedWithTheNearestOne) {

@@ -254,7 +254,7 @@ void ChromeTraceWriter::set_metadata(std::string_view key, double value) {
 }
 
 void ChromeTraceWriter::set_metadata_json(std::string_view key, std::string json_value) {
-  SIM_ASSERT(!header_written_, "ChromeTraceWriter::set_metadata after the first record");
+  SIM_ASSERT(!finished_, "ChromeTraceWriter::set_metadata after the run finished");
   for (auto& [k, v] : metadata_) {
     if (k == key) {
       v = std::move(json_value);
@@ -268,14 +268,7 @@ void ChromeTraceWriter::begin_event() {
   if (!header_written_) {
     buf_ += "{\"displayTimeUnit\":";
     append_json_string(buf_, options_.display_time_unit);
-    buf_ += ",\"otherData\":{";
-    for (size_t i = 0; i < metadata_.size(); ++i) {
-      if (i != 0) buf_ += ',';
-      append_json_string(buf_, metadata_[i].first);
-      buf_ += ':';
-      buf_ += metadata_[i].second;
-    }
-    buf_ += "},\"traceEvents\":[";
+    buf_ += ",\"traceEvents\":[";
     header_written_ = true;
   }
   buf_ += events_written_ == 0 ? "\n" : ",\n";
@@ -452,7 +445,14 @@ void ChromeTraceWriter::finish(sim::Time end) {
   if (!header_written_) {
     begin_event();  // writes the header; the separator it adds is harmless whitespace
   }
-  buf_ += "\n]}\n";
+  buf_ += "\n],\"otherData\":{";
+  for (size_t i = 0; i < metadata_.size(); ++i) {
+    if (i != 0) buf_ += ',';
+    append_json_string(buf_, metadata_[i].first);
+    buf_ += ':';
+    buf_ += metadata_[i].second;
+  }
+  buf_ += "}}\n";
   sink_->write(buf_);
   buf_.clear();
   sink_->close();

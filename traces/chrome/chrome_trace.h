@@ -1,8 +1,9 @@
 // traces/chrome/chrome_trace.h: an observer sink that streams the run as a Chrome Trace Event
 // Format JSON file (optionally gzip'ed), viewable in Perfetto, chrome://tracing and DevTools.
 //
-// Output shape: {"displayTimeUnit":"ns","otherData":{...},"traceEvents":[ ... ]}, one event a
-// line. Spans become complete events "X", counters "C" (args {"value": v}), instants "i" with
+// Output shape: {"displayTimeUnit":"ns","traceEvents":[ ... ],"otherData":{...}}, one event a
+// line; otherData comes last, so that what is known only when the run ends (its summary) can go
+// there (Chrome's own traces put their "metadata" after the events too). Spans become complete events "X", counters "C" (args {"value": v}), instants "i" with
 // thread scope, and declared processes/threads "M" metadata (process_name, process_sort_index,
 // thread_name, thread_sort_index = thread id).
 //
@@ -66,8 +67,8 @@ class ChromeTraceWriter : public sim::Observer {
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
   ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
 
-  // Run metadata for "otherData". Must be called before the first record (the header is written
-  // then). A repeated key replaces the earlier value, keeping the first key's position.
+  // Run metadata for "otherData", written when the run finishes: set it any time before on_finish.
+  // A repeated key replaces the earlier value, keeping the first key's position.
   void set_metadata(std::string_view key, std::string_view value);
   void set_metadata(std::string_view key, const char* value) { set_metadata(key, std::string_view(value)); }
   void set_metadata(std::string_view key, double value);
@@ -78,6 +79,8 @@ class ChromeTraceWriter : public sim::Observer {
     auto res = std::to_chars(buf, buf + sizeof buf, value);
     set_metadata_json(key, std::string(buf, res.ptr));
   }
+  // `json_value`: a JSON value already rendered (an object, say), written as it is.
+  void set_metadata_json(std::string_view key, std::string json_value);
 
   void on_process(uint32_t process, std::string_view name, int64_t sort_index) override;
   void on_thread(uint32_t process, uint32_t thread, std::string_view name) override;
@@ -97,7 +100,6 @@ class ChromeTraceWriter : public sim::Observer {
  private:
   class Sink;  // the open (maybe gzip'ed) file
 
-  void set_metadata_json(std::string_view key, std::string json_value);
   bool keep_process(uint32_t process) const {
     return options_.processes.empty() || options_.processes.count(process) != 0;
   }

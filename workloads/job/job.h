@@ -58,6 +58,9 @@ struct JobContext {
   // Called by kinds that build a program (training) once it is built, before it runs: an exporter
   // (`run --chakra`). Kinds that build none leave it uncalled.
   std::function<void(const JobProgram& program, const KernelCoster& coster)> export_program;
+  // Called by run_scenario with the job's result, before the observers are told the run ended
+  // (sim::Simulation::finish): a trace writer can still take the summary into its metadata.
+  std::function<void(const JobResult& result)> on_result;
 };
 
 class Job {

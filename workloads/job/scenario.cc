@@ -85,6 +85,7 @@ ScenarioRun run_scenario(Scenario& sc, sim::Simulation& sim, const JobContext& c
     log->at(sim::Layer::kWorkloads)
         .info("scenario '{}': {} after {} events, {:.9f} s simulated", sc.name,
               out.result->completed() ? "completed" : "did not complete", sim.events_processed(), run.end_time.seconds());
+  if (ctx.on_result) ctx.on_result(*out.result);
   sim.finish();
   out.events = sim.events_processed();
   out.solves = sim.fluid().solves();
