@@ -1,8 +1,8 @@
 // The campaign simulator (workloads/campaign): failure counts against the Poisson and renewal
 // means, Daly's published optimum checkpoint intervals (formula and simulated sweep), the Llama 3
-// 405B 54-day snapshot, determinism across thread counts, policies against closed forms, and
-// binding errors. Every expected value is worked out in the comment next to it, never copied from
-// the program's output.
+// 405B 54-day snapshot, the research-cluster failure rates of Kokolis et al., determinism across
+// thread counts, policies against closed forms, and binding errors. Every expected value is worked
+// out in the comment next to it, never copied from the program's output.
 #include "workloads/campaign/campaign.h"
 
 #include <gtest/gtest.h>
@@ -219,12 +219,51 @@ TEST(CampaignLlama3, SnapshotInterruptionsAndEttr) {
   EXPECT_EQ(cost.calls, 1);  // one state (no replicas down), asked once
 }
 
+// ---- 3b. Kokolis et al. (Meta research clusters) -----------------------------------------------
+
+// "Revisiting Reliability in Large-Scale Machine Learning Research Clusters" (Kokolis et al.,
+// arXiv 2410.21680, HPCA 2025) measures the failure rate r_f of its two A100 clusters: 6.50
+// failures per 1,000 node-days on RSC-1 and 2.34 on RSC-2. Its job MTTF is 1 / (nodes x r_f), with
+// which it projects RSC-1's rate to an MTTF of 1.8 h for 16,384 GPUs and 0.23 h for 131,072 GPUs
+// (8 GPUs a node): 1,000 / (6.50 x 2,048) days = 1.803 h and 1,000 / (6.50 x 16,384) days =
+// 0.2254 h, which the paper prints to one and two decimals.
+TEST(CampaignKokolis, RatesGiveThePapersProjectedMttf) {
+  const FailureModel rsc1 = *failure_profile("kokolis-rsc1", false);
+  const FailureModel rsc2 = *failure_profile("kokolis-rsc2", false);
+  ASSERT_EQ(rsc1.processes.size(), 1u);
+  ASSERT_EQ(rsc2.processes.size(), 1u);
+  EXPECT_NEAR(per_1000_node_days(job_failure_rate(rsc1, 1, true)), 6.50, 1e-12);
+  EXPECT_NEAR(per_1000_node_days(job_failure_rate(rsc2, 1, true)), 2.34, 1e-12);
+  EXPECT_NEAR(1 / job_failure_rate(rsc1, 16384 / 8, false) / kHour, 1.8, 0.05);
+  EXPECT_NEAR(1 / job_failure_rate(rsc1, 131072 / 8, false) / kHour, 0.23, 0.005);
+  // No planned interruptions in the paper's rates: `planned` adds nothing.
+  EXPECT_EQ(failure_profile("kokolis-rsc1", true)->processes.size(), 1u);
+}
+
+// The same projection simulated: a 16,384-GPU job (2,048 nodes) at RSC-1's rate, with spares and
+// instant repair so that every position stays occupied, sees 2,048 x 54 x 6.50 / 1,000 = 718.85
+// interruptions in 54 days (54 d / 1.803 h), Poisson: a standard error of sqrt(718.85 / 200) = 1.9
+// over 200 trials.
+TEST(CampaignKokolis, SimulatedCountMatchesTheProjectedMttf) {
+  const FailureModel rsc1 = *failure_profile("kokolis-rsc1", false);
+  CampaignSpec s = zero_cost_spec(2048, rsc1.processes[0]);
+  s.policy = CampaignPolicy::kHotSpares;
+  s.spares = 8;
+  s.duration_s = 54 * kDay;
+  FixedCost cost(1.0, 1.0);
+  const int64_t trials = 200;
+  const CampaignSummary r = run_campaign(s, cost, trials, 2410, 2);
+  const double expected = 2048 * 54 * 6.50 / 1000;
+  EXPECT_NEAR(r.interruptions.mean, expected, 4 * std::sqrt(expected / trials));
+  EXPECT_DOUBLE_EQ(r.by_category[size_t(FailureCategory::kUnknown)].mean, r.interruptions.mean);
+}
+
 // ---- 4. determinism ------------------------------------------------------------------------------
 
 TEST(CampaignDeterminism, ThreadCountDoesNotMatterSeedDoes) {
   CampaignSpec s;
   s.job.job_nodes = 64;
-  s.failures = *failure_profile("kokolis-10-per-1000", false);
+  s.failures = *failure_profile("kokolis-rsc1", false);
   FailureProcess w = process(1.0 / (30 * kDay), true);
   w.name = "weibull";
   w.distribution = FailureDistribution::kWeibull;
@@ -779,6 +818,15 @@ TEST(CampaignConfig, ProfileOverridesAndExtraProcesses) {
   EXPECT_TRUE(rack.replace);
 }
 
+TEST(CampaignConfig, BindsTheKokolisProfiles) {
+  const CampaignSpec s = bind({"campaign.failures.profile=kokolis-rsc2"});
+  ASSERT_EQ(s.failures.processes.size(), 1u);
+  EXPECT_EQ(s.failures.profile, "kokolis-rsc2");
+  EXPECT_NEAR(per_1000_node_days(s.failures.processes[0].rate_per_node_s), 2.34, 1e-12);
+  EXPECT_TRUE(s.failures.processes[0].replace);
+  EXPECT_EQ(s.failures.processes[0].manifests, Manifestation::kCrash);
+}
+
 TEST(CampaignConfig, SweepListOrAuto) {
   CampaignSpec s = bind({"campaign.checkpoint.sweep=[10min, 20min]"});
   EXPECT_EQ(s.checkpoint.sweep_intervals_s, (std::vector<double>{600, 1200}));
@@ -880,6 +928,7 @@ TEST(CampaignConfig, ErrorsNameLocationAndKey) {
       {{"campaign.spares=3000"}, "campaign.spares", "more spares (3000) than the job's 2048 nodes"},
       {{"campaign.policy=pray"}, "campaign.policy", "restart"},
       {{"campaign.failures.profile=bluegene"}, "campaign.failures.profile", "llama3-405b"},
+      {{"campaign.failures.profile=kokolis-10-per-1000"}, "campaign.failures.profile", "kokolis-rsc1"},
       {{"campaign.failures.processes=[{name: x, category: gremlins, rate_per_1000_node_days: 1}]"},
        "campaign.failures.processes[0].category",
        "gpu"},

@@ -84,7 +84,9 @@ FailureModel bind_failures(const sim::ConfigNode& f, int64_t job_nodes, bool isl
     const std::string name = f.get_enum("profile", failure_profile_names());
     model = *failure_profile(name, planned);
   } else if (!f.has("processes")) {
-    f.fail("give a profile (" + std::string("llama3-405b, kokolis-10-per-1000") + ") or a list of processes");
+    std::string names;
+    for (const std::string& n : failure_profile_names()) names += (names.empty() ? "" : ", ") + n;
+    f.fail("give a profile (" + names + ") or a list of processes");
   }
   if (auto procs = f.find("processes")) {
     if (!procs->is_sequence()) procs->fail("must be a list of processes");

@@ -9,7 +9,7 @@
 //     spares: 0                      # hot spare nodes (per island); not with restart; default:
 //                                    # cluster.spare_nodes (the cluster's idle last nodes)
 //     failures:
-//       profile: llama3-405b         # or kokolis-10-per-1000; optional when processes are given
+//       profile: llama3-405b         # or kokolis-rsc1, kokolis-rsc2; optional when processes are given
 //       planned: false               # add the profile's planned interruptions
 //       processes:                   # extra processes; a profile entry's name overrides its fields
 //         - name: Faulty GPU

@@ -44,6 +44,11 @@ constexpr int kLlama3Planned = 47;
 
 double llama3_rate(int count) { return count / (kLlama3Days * kSecondsPerDay * kLlama3Nodes); }
 
+// Failure rates r_f of arXiv 2410.21680 (Kokolis et al.), failures per 1,000 node-days: RSC-1
+// (16k A100 GPUs) and RSC-2 (8k A100 GPUs), 11 months of both clusters.
+constexpr double kKokolisRsc1 = 6.50;
+constexpr double kKokolisRsc2 = 2.34;
+
 }  // namespace
 
 std::string_view failure_category_name(FailureCategory c) { return kCategoryNames[static_cast<size_t>(c)]; }
@@ -80,11 +85,11 @@ std::optional<FailureModel> failure_profile(std::string_view name, bool planned)
     }
     return m;
   }
-  if (name == "kokolis-10-per-1000") {
+  if (name == "kokolis-rsc1" || name == "kokolis-rsc2") {
     FailureProcess p;
     p.name = "Any failure";
     p.category = FailureCategory::kUnknown;
-    p.rate_per_node_s = rate_from_per_1000_node_days(10);
+    p.rate_per_node_s = rate_from_per_1000_node_days(name == "kokolis-rsc1" ? kKokolisRsc1 : kKokolisRsc2);
     p.replace = true;
     p.manifests = Manifestation::kCrash;
     m.processes.push_back(p);
@@ -93,7 +98,7 @@ std::optional<FailureModel> failure_profile(std::string_view name, bool planned)
   return std::nullopt;
 }
 
-std::vector<std::string> failure_profile_names() { return {"llama3-405b", "kokolis-10-per-1000"}; }
+std::vector<std::string> failure_profile_names() { return {"llama3-405b", "kokolis-rsc1", "kokolis-rsc2"}; }
 
 double job_failure_rate(const FailureModel& model, int64_t nodes, bool include_planned) {
   double r = 0;

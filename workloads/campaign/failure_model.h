@@ -19,10 +19,15 @@
 //     The table's printed percentage of the first row does not equal 148 / 419; the counts are
 //     used. The 47 planned interruptions of the same snapshot (firmware upgrades, configuration
 //     or dataset updates) are a process of their own, only with `planned: true`.
-//   kokolis-10-per-1000: Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning
-//     Research Clusters" (arXiv 2410.21680): about 10 failures per 1,000 node-days, so a
-//     10,000-node job fails about every 15 minutes (1,000 / (10 x 10,000) days = 14.4 min). One
-//     process, hardware, crash; category unknown (the paper's mix is not broken down here).
+//   kokolis-rsc1, kokolis-rsc2: Kokolis et al., "Revisiting Reliability in Large-Scale Machine
+//     Learning Research Clusters" (arXiv 2410.21680, HPCA 2025): the failure rates r_f of Meta's
+//     two A100 research clusters over 11 months, 6.50 (RSC-1, 16k GPUs) and 2.34 (RSC-2, 8k
+//     GPUs) failures per 1,000 node-days. The paper's job MTTF is 1 / (nodes x r_f), from which it
+//     projects 1.8 h for 16,384 GPUs (2,048 nodes: 1,000 / (6.50 x 2,048) days = 1.80 h) and
+//     0.23 h for 131,072 (16,384 nodes: 0.225 h) at RSC-1's rate. Its measured MTTFs of Figure 7
+//     (47.7 days for 8-GPU jobs, 7.9 h for 1,024-GPU jobs) are shorter than these rates give (RSC-1:
+//     154 days, 28.8 h); the profiles follow the rates. One process, hardware, crash; category
+//     unknown (the paper's attribution of failures to causes is not broken down here).
 //
 // Samplers: the distributions of <random> are implementation-defined, so every draw here is made
 // from the raw 64-bit output of std::mt19937_64 (fully specified by the C++ standard): a uniform
@@ -88,7 +93,8 @@ inline constexpr double kSecondsPerDay = 86400.0;
 constexpr double rate_from_per_1000_node_days(double per_1000) { return per_1000 / (1000.0 * kSecondsPerDay); }
 constexpr double per_1000_node_days(double rate_per_node_s) { return rate_per_node_s * 1000.0 * kSecondsPerDay; }
 
-// The built-in profiles by name ("llama3-405b", "kokolis-10-per-1000"); nullopt when unknown.
+// The built-in profiles by name ("llama3-405b", "kokolis-rsc1", "kokolis-rsc2"); nullopt when
+// unknown.
 // `planned` adds the profile's planned interruptions where it has them (llama3-405b: 47).
 std::optional<FailureModel> failure_profile(std::string_view name, bool planned);
 std::vector<std::string> failure_profile_names();
