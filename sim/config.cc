@@ -358,8 +358,40 @@ std::optional<ConfigNode> ConfigNode::find(std::string_view key) const {
 }
 
 ConfigNode ConfigNode::child(std::string_view key) const {
-  if (!has(key)) fail("missing required key '" + std::string(key) + "'");
+  if (!has(key)) fail("missing required key '" + std::string(key) + "'" + misspelt_as(key));
   return make_child(key);
+}
+
+// A key of this map that looks like a misspelling of the missing `key` (one edit away, two for
+// keys of 8 letters or more; none for keys under 4 letters, where tp and pp are both real), as
+// "; is 'clustr' (line 2) a misspelling of it?"; empty when none does.
+std::string ConfigNode::misspelt_as(std::string_view key) const {
+  if (key.size() < 4 || !rec_->node.IsMap()) return {};
+  const size_t most = key.size() >= 8 ? 2 : 1;
+  for (auto it = rec_->node.begin(); it != rec_->node.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string& k = it->first.Scalar();
+    if (edit_distance(k, key) > most) continue;
+    const YAML::Mark m = it->first.Mark();
+    const std::string line = m.is_null() ? "" : " (line " + std::to_string(m.line + 1) + ")";
+    return "; is '" + k + "'" + line + " a misspelling of it?";
+  }
+  return {};
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);  // one row of the table at a time
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
 ConfigNode ConfigNode::child_map(std::string_view key) const {

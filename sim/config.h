@@ -122,6 +122,8 @@ class ConfigNode {
 
   // Throws ConfigError("<location>: <path>: <msg>"), for combinations only binding code can judge.
   [[noreturn]] void fail(std::string_view msg) const;
+  // For a missing key's error: a key of this map that looks like a misspelling of it (or nothing).
+  std::string misspelt_as(std::string_view key) const;
   // Records "<location>: <path>: <msg>" as a warning of the document (ConfigDoc::warnings): a value
   // that is allowed (a what-if) but implausible enough to be a slip, such as a NIC of 400 Mb/s.
   void warn(std::string_view msg) const;
@@ -168,5 +170,9 @@ class ConfigDoc {
   explicit ConfigDoc(std::shared_ptr<config_detail::DocState> state);
   std::shared_ptr<config_detail::DocState> state_;
 };
+
+// The Levenshtein distance between two words (insertions, deletions and substitutions), for
+// "did you mean" hints in error messages.
+size_t edit_distance(std::string_view a, std::string_view b);
 
 }  // namespace sim

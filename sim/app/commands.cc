@@ -96,28 +96,13 @@ uint64_t parse_seed(const std::string& text, const char* option) {
 }
 
 std::string unknown_subcommand(const std::string& word, const std::vector<std::string>& names) {
-  // Levenshtein distance, one row at a time.
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diag = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    return row[b.size()];
-  };
   std::string list, best;
   size_t best_d = 3;  // suggest only within an edit distance of 2
   size_t prefixed = 0;
   std::string prefix_of;
   for (const auto& n : names) {
     list += (list.empty() ? "" : ", ") + n;
-    const size_t d = distance(word, n);
+    const size_t d = sim::edit_distance(word, n);
     if (d < best_d) best_d = d, best = n;
     if (word.size() >= 2 && n.rfind(word, 0) == 0) ++prefixed, prefix_of = n;
   }

@@ -247,6 +247,24 @@ TEST(ConfigErrors, MissingRequiredKey) {
             "scenario.yaml:1:1: (top level): missing required key 'model'");
 }
 
+// A missing key whose misspelling is in the map says so (a new user's `clustr:` was reported as a
+// missing `cluster` only); keys under 4 letters get no hint (tp and pp are both real keys).
+TEST(ConfigErrors, MissingRequiredKeyPointsAtItsMisspelling) {
+  ConfigDoc doc = ConfigDoc::load_string("name: x\nclustr:\n  gpu: h100-sxm\nworkloads: {pp: 2}\n", "s.yaml");
+  EXPECT_EQ(error_of([&] { doc.root().child("cluster"); }),
+            "s.yaml:1:1: (top level): missing required key 'cluster'; is 'clustr' (line 2) a misspelling of it?");
+  // Two edits are allowed from 8 letters on: "workloads" is one from "workload", "wrkloads" two.
+  EXPECT_EQ(error_of([&] { doc.root().child("workload"); }),
+            "s.yaml:1:1: (top level): missing required key 'workload'; is 'workloads' (line 4) a misspelling of it?");
+  ConfigDoc far = ConfigDoc::load_string("nme: x\nclstr: {}\n", "s.yaml");
+  EXPECT_EQ(error_of([&] { far.root().child("cluster"); }), "s.yaml:1:1: (top level): missing required key 'cluster'");
+  EXPECT_EQ(error_of([&] { doc.root().child("workloads").child("tp"); }),
+            "s.yaml:4:12: workloads: missing required key 'tp'");
+  EXPECT_EQ(edit_distance("clustr", "cluster"), 1u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);  // the textbook example: k->s, e->i, +g
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+}
+
 TEST(ConfigErrors, BadUnitsCarryLocationAndPath) {
   ConfigDoc doc = ConfigDoc::load_string(scenario_with("400Gbps", "40Gbs"), "scenario.yaml");
   ConfigNode out = doc.root().child("cluster").child("scale_out");
