@@ -16,6 +16,8 @@
 #include "sim/error.h"
 #include "workloads/campaign/campaign_config.h"
 #include "workloads/campaign/failure_model.h"
+#include "workloads/job/scenario.h"
+#include "workloads/training/recovery.h"
 
 namespace wl {
 namespace {
@@ -443,6 +445,72 @@ TEST(CampaignPolicy, ElasticBelowMinimumFallsBackToRestart) {
   } catch (const sim::UserError& e) {
     EXPECT_NE(std::string(e.what()).find("the step with 0 replicas down costs 0"), std::string::npos) << e.what();
   }
+}
+
+// Which replicas a node failure takes down follows the layout. parallelism.order [dp, tp] with
+// dp = 2 and tp = 8 on two 8-GPU nodes places rank = dp + 2 tp (layout.h: innermost first), so
+// node 0 (ranks 0-7) holds tp 0-3 of both replicas and node 1 (ranks 8-15) tp 4-7 of both:
+// replicas_by_node {{0, 1}, {0, 1}}. Any node failure then takes both replicas down, fewer than
+// min_replicas = 1 are left, and the job restarts in full: elastic is hot_spares trial by trial
+// (same seeds, same failures) and never runs degraded. Software failures at lambda = 1 / 2 h per
+// node and a restart of R = 30 min that starts over when a failure hits it (the job's rate is
+// 2 lambda = 1 / h), every other cost zero: ETTR = e^{-2 lambda R} = e^{-0.5} = 0.60653 (as in
+// RestartEttrIsExpOfMinusLambdaR, at the job's rate) and goodput 2 x 1,000 tokens/s x e^{-0.5} =
+// 1,213.1 tokens/s. (Taking the replicas for contiguous nodes, one per node, as the campaign did
+// whatever the order, a failure dropped one replica for R while the other ran on.)
+TEST(CampaignPolicy, ElasticDropsEveryReplicaWithRanksOnTheFailedNode) {
+  CampaignSpec s = zero_cost_spec(2, process(1.0 / (2 * kHour), false, FailureCategory::kSoftware));
+  s.job.dp_replicas = 2;
+  s.job.replicas_by_node = {{0, 1}, {0, 1}};
+  s.init_s = 1800;
+  s.policy = CampaignPolicy::kElastic;
+  s.duration_s = 2000 * kHour;
+  FixedCost cost(1.0, 1000, 2);
+  const CampaignSummary el = run_campaign(s, cost, 200, 5, 2);
+  EXPECT_NEAR(el.ettr.mean, std::exp(-0.5), 0.005);
+  EXPECT_NEAR(el.goodput_tokens_per_s.mean, 2000 * std::exp(-0.5), 2000 * 0.005);
+  EXPECT_DOUBLE_EQ(el.degraded_h.mean, 0);
+  expect_time_conserved(el);
+  s.policy = CampaignPolicy::kHotSpares;
+  const CampaignSummary hs = run_campaign(s, cost, 200, 5, 2);
+  for (size_t i = 0; i < el.per_trial.size(); ++i) EXPECT_EQ(el.per_trial[i], hs.per_trial[i]) << "trial " << i;
+
+  // The same job with data parallelism outermost (replica k on node k): a failure drops one
+  // replica and the other goes on, so the job runs degraded and stops less.
+  s.policy = CampaignPolicy::kElastic;
+  s.job.replicas_by_node = {{0}, {1}};
+  const CampaignSummary outer = run_campaign(s, cost, 200, 5, 2);
+  EXPECT_GT(outer.degraded_h.mean, 0);
+  EXPECT_GT(outer.ettr.mean, el.ettr.mean);
+}
+
+// Megatron-LM's order [tp, cp, dp, pp] (tp-cp-ep-dp-pp) puts replica k on every dp-th node: with
+// tp = 8, dp = 2, pp = 2 on four 8-GPU nodes, rank = tp + 8 dp + 16 pp, so node n holds dp = n mod 2
+// and replica 0 has nodes 0 and 2, replica 1 nodes 1 and 3. A correlated failure of an aligned
+// pair of nodes ({0, 1} or {2, 3}: a rack) takes both replicas down, so every failure restarts
+// the job in full, as hot_spares does (same seeds: the same failures, trial by trial). With data
+// parallelism outermost (replica 0 on nodes 0-1, replica 1 on 2-3) a rack holds one replica and
+// the other goes on.
+TEST(CampaignPolicy, ElasticReplicasOnEveryOtherNodeAllFallWithARack) {
+  FailureProcess rack = process(1.0 / (20 * kHour), true, FailureCategory::kNetwork);
+  rack.nodes = 2;
+  CampaignSpec s = zero_cost_spec(4, rack);
+  s.job.dp_replicas = 2;
+  s.job.replicas_by_node = {{0}, {1}, {0}, {1}};
+  s.init_s = 600;
+  s.repair_mean_s = 2 * kHour;
+  s.spares = 2;
+  s.policy = CampaignPolicy::kElastic;
+  s.duration_s = 1000 * kHour;
+  FixedCost cost(1.0, 1000, 2);
+  const CampaignSummary el = run_campaign(s, cost, 50, 9, 2);
+  EXPECT_DOUBLE_EQ(el.degraded_h.mean, 0);
+  s.policy = CampaignPolicy::kHotSpares;
+  const CampaignSummary hs = run_campaign(s, cost, 50, 9, 2);
+  for (size_t i = 0; i < el.per_trial.size(); ++i) EXPECT_EQ(el.per_trial[i], hs.per_trial[i]) << "trial " << i;
+  s.policy = CampaignPolicy::kElastic;
+  s.job.replicas_by_node = {{0}, {0}, {1}, {1}};
+  EXPECT_GT(run_campaign(s, cost, 50, 9, 2).degraded_h.mean, 0);
 }
 
 // Failure-free checkpoint cost. sync: a stall of size / (nodes x bandwidth) every k steps.
@@ -961,6 +1029,95 @@ TEST(CampaignConfig, ErrorsNameLocationAndKey) {
   d.dp_replicas = 3;
   EXPECT_NE(bind_error({"campaign.policy=elastic"}, d).find("campaign.policy: policy elastic needs the 3"),
             std::string::npos);
+}
+
+// The replicas on each node, counted by hand from rank = sum coord[d] x stride[d] (layout.h,
+// innermost first) with rank r on GPU r and 8 GPUs per node, for tp = 8, pp = 2, dp = 2 (32 ranks,
+// 4 nodes):
+//   default [tp, cp, pp, dp]: rank = tp + 8 pp + 16 dp: nodes 0-1 hold replica 0, nodes 2-3 replica 1;
+//   Megatron-LM's [tp, cp, dp, pp]: rank = tp + 8 dp + 16 pp: node n holds replica n mod 2;
+//   [dp, tp, cp, pp]: rank = dp + 2 tp + 16 pp: each node holds ranks of both replicas.
+// HSDP (FSDP with dp_outer = 2, dp = 2, tp = 4, pp = 2; default order: rank = tp + 4 pp + 8 dp + 16 dp_outer):
+// the replicas are the dp_outer groups, nodes 0-1 and 2-3. ZeRO has no whole replicas: replica 0.
+TEST(CampaignLayout, ReplicasByNodeFollowTheOrder) {
+  TrainingJob j;
+  j.tp = 8;
+  j.pp = 2;
+  j.dp = 2;
+  using Nodes = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(replicas_by_node(j, 8), (Nodes{{0}, {0}, {1}, {1}}));
+  j.order = {Dim::kTp, Dim::kCp, Dim::kDp, Dim::kPp, Dim::kDpOuter};
+  EXPECT_EQ(replicas_by_node(j, 8), (Nodes{{0}, {1}, {0}, {1}}));
+  j.order = {Dim::kDp, Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDpOuter};
+  EXPECT_EQ(replicas_by_node(j, 8), (Nodes{{0, 1}, {0, 1}, {0, 1}, {0, 1}}));
+  TrainingJob h;
+  h.tp = 4;
+  h.pp = 2;
+  h.dp = 2;
+  h.dp_outer = 2;
+  h.data_parallel = DataParallel::kFsdp;  // HSDP: FSDP with dp_outer > 1
+  EXPECT_EQ(replicas_by_node(h, 8), (Nodes{{0}, {0}, {1}, {1}}));
+  h.dp_outer = 1;
+  h.dp = 4;
+  h.data_parallel = DataParallel::kZero2;
+  EXPECT_EQ(replicas_by_node(h, 8), (Nodes{{0}, {0}, {0}, {0}}));
+}
+
+// End to end: a campaign of a training job whose parallelism.order puts dp innermost. Two nodes of
+// 8 H100, tp = 8, dp = 2, order [dp, tp]: rank = dp + 2 tp, so each node holds ranks of both
+// replicas (CampaignLayout.ReplicasByNodeFollowTheOrder) and any node failure takes both down,
+// fewer than min_replicas = 1 are left, and the job restarts in full. Elastic is then hot_spares
+// (no spares here) trial by trial, to the last digit of every result, with no degraded running;
+// the report says why.
+TEST(CampaignLayout, ElasticWithDataParallelismInsideANodeRestartsTheJob) {
+  const std::string yaml = R"(name: elastic-order
+seed: 1
+cluster:
+  gpu: h100-sxm
+  nodes: 2
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    tiers:
+      - {name: leaf, nodes: 2}
+workload:
+  kind: campaign
+  job:
+    kind: training
+    model: {preset: llama3-8b, layers: 2}
+    training: {seq_len: 2048, global_batch: 2, micro_batch: 1, precision: bf16}
+    parallelism: {tp: 8, dp: 2, order: [dp, tp], data_parallel: ddp}
+    schedule: {kind: 1f1b}
+  duration: 30d
+  trials: 40
+  policy: elastic
+  failures:
+    processes: [{name: crash, category: software, rate_per_1000_node_days: 200, replace: false}]
+  checkpoint: {interval: 30min}
+)";
+  auto run = [&](const std::string& policy, std::string* text) {
+    auto doc = sim::ConfigDoc::load_string(yaml, "elastic-order.yaml");
+    doc.apply_override("workload.policy=" + policy);
+    Scenario sc = bind_scenario(std::move(doc), "elastic-order", true);
+    sim::Simulation sim(sc.seed);
+    JobContext ctx;
+    ctx.threads = 2;
+    ScenarioRun r = run_scenario(sc, sim, ctx);
+    if (text) *text = r.result->summary();
+    nlohmann::ordered_json out;
+    r.result->to_json(out);
+    return out;
+  };
+  std::string text;
+  const nlohmann::ordered_json el = run("elastic", &text);
+  const nlohmann::ordered_json hs = run("hot_spares", nullptr);
+  EXPECT_GT(el["results"]["interruptions"]["mean"].get<double>(), 1);  // 2 nodes x 30 d x 0.2 / d = 12
+  EXPECT_EQ(el["results"]["degraded_h"]["mean"].get<double>(), 0);
+  EXPECT_EQ(el["results"].dump(), hs["results"].dump());
+  EXPECT_NE(text.find("a node holds ranks of 2 of the 2 data-parallel replicas"), std::string::npos) << text;
+  EXPECT_NE(text.find("every failure restarts the job in full"), std::string::npos) << text;
 }
 
 // ---- speed (by hand) -----------------------------------------------------------------------------

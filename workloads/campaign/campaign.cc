@@ -8,6 +8,7 @@
 // stall, ...) evaluated in closed form by Lane::advance, so a trial costs O(events).
 #include "workloads/campaign/campaign.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -102,9 +104,13 @@ struct Plan {
   std::vector<uint16_t> exp_proc;
   std::vector<uint16_t> weibull_proc;
   std::vector<double> weibull_scale;  // by process index
-  // Elastic units: the failure granularity of data parallelism (a unit is nodes_per_unit nodes
-  // holding replicas_per_unit replicas).
-  int64_t units = 1, nodes_per_unit = 1, replicas_per_unit = 1, min_units = 1;
+  // Elastic units: the replicas that have ranks on the same set of nodes, which fail, drop and
+  // rejoin together (from CampaignDefaults::replicas_by_node). Unit u holds unit_replicas[u]
+  // replicas with ranks on the nodes unit_nodes[u]; node s holds ranks of the units node_units[s].
+  // Without elastic, one unit of every node.
+  int64_t units = 1;
+  std::vector<int64_t> unit_replicas;
+  std::vector<std::vector<int32_t>> unit_nodes, node_units;
   StepCost full;
 };
 
@@ -152,6 +158,8 @@ class Lane {
     unit_active_.assign(static_cast<size_t>(plan.units), 1);
     unit_empty_.assign(static_cast<size_t>(plan.units), 0);
     unit_epoch_.assign(static_cast<size_t>(plan.units), 0);
+    node_live_units_.assign(n, 0);
+    for (size_t s = 0; s < n; ++s) node_live_units_[s] = static_cast<int32_t>(plan.node_units[s].size());
     exposed_ = plan.n;
     hz_rate_ = plan.exp_rate * static_cast<double>(exposed_);
     hz_left_ = exponential1(rng_fail_);
@@ -306,8 +314,12 @@ class Lane {
  private:
   // --- nodes and failure clocks -------------------------------------------------------------
 
-  size_t unit_of(int64_t slot) const { return static_cast<size_t>(slot / plan_.nodes_per_unit); }
-  bool exposed(int64_t slot) const { return installed_[static_cast<size_t>(slot)] && unit_active_[unit_of(slot)]; }
+  const std::vector<int32_t>& units_of(int64_t slot) const { return plan_.node_units[static_cast<size_t>(slot)]; }
+  // A node fails while it is in place and holds ranks of a unit that runs.
+  bool exposed(int64_t slot) const {
+    const auto s = static_cast<size_t>(slot);
+    return installed_[s] && node_live_units_[s] > 0;
+  }
 
   WClock weibull_clock(double t, int32_t slot, uint16_t proc) {
     const double dt = weibull(rng_fail_, spec_.failures.processes[proc].weibull_shape, plan_.weibull_scale[proc]);
@@ -348,7 +360,12 @@ class Lane {
     installed_[s] = 0;
     ++gen_[s];
     --installed_count_;
-    ++unit_empty_[unit_of(slot)];
+    for (int32_t u : units_of(slot)) {
+      ++unit_empty_[static_cast<size_t>(u)];
+      // A dropped unit getting ready to rejoin loses that readiness: it starts over once the
+      // node's replacement is in.
+      if (!unit_active_[static_cast<size_t>(u)]) ++unit_epoch_[static_cast<size_t>(u)];
+    }
     empties_.push_back(static_cast<int32_t>(slot));
     if (was_exposed) change_exposed(-1, t);
     repairs_.push_back(t + repair_time());
@@ -359,11 +376,13 @@ class Lane {
     const auto s = static_cast<size_t>(slot);
     installed_[s] = 1;
     ++installed_count_;
-    const size_t u = unit_of(slot);
-    --unit_empty_[u];
-    if (unit_active_[u]) change_exposed(+1, t);
+    if (node_live_units_[s] > 0) change_exposed(+1, t);
     for (uint16_t p : plan_.weibull_proc) push_clock(weibull_clock(t, static_cast<int32_t>(slot), p));
-    if (plan_.elastic && !unit_active_[u] && unit_empty_[u] == 0) push_ready(t + spec_.init_s, u);
+    for (int32_t i : units_of(slot)) {
+      const auto u = static_cast<size_t>(i);
+      --unit_empty_[u];
+      if (plan_.elastic && !unit_active_[u] && unit_empty_[u] == 0) push_ready(t + spec_.init_s, u);
+    }
   }
 
   // Repaired nodes back in the pool by t, then empty positions filled from it.
@@ -387,21 +406,21 @@ class Lane {
 
   // --- elastic units -------------------------------------------------------------------------
 
-  int64_t installed_in_unit(size_t u) const {
-    int64_t c = 0;
-    const int64_t first = static_cast<int64_t>(u) * plan_.nodes_per_unit;
-    for (int64_t s = first; s < first + plan_.nodes_per_unit; ++s) c += installed_[static_cast<size_t>(s)];
-    return c;
-  }
   void push_ready(double t, size_t u) {
     ready_.push_back(Ready{t, static_cast<int32_t>(u), unit_epoch_[u]});
     std::push_heap(ready_.begin(), ready_.end(), ReadyLater{});
   }
+  // A unit stops or starts running: its nodes that hold no other running unit go idle or back to
+  // work (change_exposed is called even for no change, so that the hazard is settled at t alike).
   void drop_unit(size_t u, double t) {
     if (!unit_active_[u]) return;
-    change_exposed(-installed_in_unit(u), t);
+    int64_t idle = 0;
+    for (int32_t s : plan_.unit_nodes[u])
+      if (--node_live_units_[static_cast<size_t>(s)] == 0) idle += installed_[static_cast<size_t>(s)];
+    change_exposed(-idle, t);
     unit_active_[u] = 0;
     ++units_down_;
+    replicas_down_of_units_ += plan_.unit_replicas[u];
     ++unit_epoch_[u];
     if (unit_empty_[u] == 0) push_ready(t + spec_.init_s, u);
   }
@@ -409,8 +428,12 @@ class Lane {
     if (unit_active_[u]) return;
     unit_active_[u] = 1;
     --units_down_;
+    replicas_down_of_units_ -= plan_.unit_replicas[u];
     ++unit_epoch_[u];
-    change_exposed(installed_in_unit(u), t);
+    int64_t working = 0;
+    for (int32_t s : plan_.unit_nodes[u])
+      if (node_live_units_[static_cast<size_t>(s)]++ == 0) working += installed_[static_cast<size_t>(s)];
+    change_exposed(working, t);
   }
   double next_ready() {
     while (!ready_.empty()) {
@@ -645,7 +668,7 @@ class Lane {
         mem_ = cur_;
         mem_valid_ = plan_.in_memory;
         // Every replica, except (elastic) those dropped before a planned stop, which rejoin later.
-        replicas_down_ = units_down_ * plan_.replicas_per_unit;
+        replicas_down_ = replicas_down_of_units_;
         if (drop_after_restart_ || round_failed_dropping()) {
           phase_ = Phase::kHold;
           acc_t_ = t;
@@ -656,7 +679,7 @@ class Lane {
         break;
       case Stage::kReconfigure:
         elastic_pause_ = false;
-        replicas_down_ = units_down_ * plan_.replicas_per_unit;
+        replicas_down_ = replicas_down_of_units_;
         phase_ = Phase::kRunning;
         start_segment(t, resume_j_);
         break;
@@ -668,7 +691,7 @@ class Lane {
   // replica rejoins on its own once its nodes are back; without elastic every position runs).
   bool active_empty() const {
     for (int32_t s : empties_)
-      if (unit_active_[unit_of(s)]) return true;
+      if (node_live_units_[static_cast<size_t>(s)] > 0) return true;
     return false;
   }
 
@@ -753,8 +776,9 @@ class Lane {
     bool peer_lost = false;
     const int64_t g0 = slot - slot % fp.nodes, g1 = std::min(plan_.n, g0 + fp.nodes);
     for (int64_t s = g0; s < g1; ++s) {
-      if (!installed_[static_cast<size_t>(s)]) continue;
-      if (exposed(s)) struck_units_.push_back(static_cast<int32_t>(unit_of(s)));
+      if (!exposed(s)) continue;
+      for (int32_t u : units_of(s))
+        if (unit_active_[static_cast<size_t>(u)]) struck_units_.push_back(u);
     }
     if (fp.replace) {
       for (int64_t s = g0; s < g1; ++s)
@@ -782,8 +806,8 @@ class Lane {
     if (elastic_path) {
       for (int32_t u : struck_units_) drop_unit(static_cast<size_t>(u), t);
       fill(t);  // a free spare goes in at once
-      if (plan_.units - units_down_ >= plan_.min_units &&
-          plan_.costs->runnable(units_down_ * plan_.replicas_per_unit)) {
+      if (spec_.job.dp_replicas - replicas_down_of_units_ >= spec_.min_replicas &&
+          plan_.costs->runnable(replicas_down_of_units_)) {
         elastic_pause_ = true;
         enter_stage(Stage::kDetect, t, detection(fp.manifests));
         return;
@@ -833,8 +857,11 @@ class Lane {
   std::vector<uint8_t> unit_active_;
   std::vector<int32_t> unit_empty_;
   std::vector<uint32_t> unit_epoch_;
+  std::vector<int32_t> node_live_units_;  // by position: its units that run
   std::vector<Ready> ready_;
-  int64_t units_down_ = 0, replicas_down_ = 0;
+  // Units dropped, the replicas they hold, and the replicas down in the running state (the
+  // latter catches up with the former when the job resumes).
+  int64_t units_down_ = 0, replicas_down_of_units_ = 0, replicas_down_ = 0;
   std::vector<int32_t> struck_units_;
 
   // Job state.
@@ -1036,6 +1063,66 @@ Estimate over_trials(const std::vector<TrialResult>& trials, F&& f) {
   return estimate_of(std::move(v));
 }
 
+// CampaignDefaults::replicas_by_node when the job kind gives none: data parallelism outermost,
+// each replica on n / dp contiguous nodes (dp <= n), or dp / n replicas on each node (dp > n).
+std::vector<std::vector<int32_t>> contiguous_replicas(int64_t n, int64_t dp) {
+  std::vector<std::vector<int32_t>> by_node(static_cast<size_t>(n));
+  for (int64_t s = 0; s < n; ++s) {
+    if (dp <= n) {
+      by_node[static_cast<size_t>(s)].push_back(static_cast<int32_t>(s / (n / dp)));
+    } else {
+      const int64_t per_node = dp / n;
+      for (int64_t r = s * per_node; r < (s + 1) * per_node; ++r)
+        by_node[static_cast<size_t>(s)].push_back(static_cast<int32_t>(r));
+    }
+  }
+  return by_node;
+}
+
+// The plan's units. Elastic: the replicas grouped by the set of nodes they have ranks on,
+// numbered by their first replica (with data parallelism outermost, unit u is the u-th block of
+// contiguous nodes); otherwise one unit of every node.
+void set_units(const CampaignSpec& spec, Plan& p) {
+  const auto n = static_cast<size_t>(p.n);
+  p.node_units.assign(n, {});
+  if (!p.elastic) {
+    p.units = 1;
+    p.unit_replicas = {spec.job.dp_replicas};
+    p.unit_nodes.assign(1, {});
+    for (size_t s = 0; s < n; ++s) {
+      p.unit_nodes[0].push_back(static_cast<int32_t>(s));
+      p.node_units[s] = {0};
+    }
+    return;
+  }
+  const int64_t dp = spec.job.dp_replicas;
+  const std::vector<std::vector<int32_t>> by_node =
+      spec.job.replicas_by_node.empty() ? contiguous_replicas(p.n, dp) : spec.job.replicas_by_node;
+  std::vector<std::vector<int32_t>> nodes_of(static_cast<size_t>(dp));  // increasing node order
+  for (size_t s = 0; s < n; ++s)
+    for (int32_t r : by_node[s]) nodes_of[static_cast<size_t>(r)].push_back(static_cast<int32_t>(s));
+  std::map<std::vector<int32_t>, int32_t> unit_with_nodes;
+  std::vector<int32_t> unit_of_replica(static_cast<size_t>(dp));
+  p.unit_nodes.clear();
+  p.unit_replicas.clear();
+  for (size_t r = 0; r < nodes_of.size(); ++r) {
+    auto [it, added] = unit_with_nodes.emplace(nodes_of[r], static_cast<int32_t>(p.unit_nodes.size()));
+    if (added) {
+      p.unit_nodes.push_back(nodes_of[r]);
+      p.unit_replicas.push_back(0);
+    }
+    ++p.unit_replicas[static_cast<size_t>(it->second)];
+    unit_of_replica[r] = it->second;
+  }
+  p.units = static_cast<int64_t>(p.unit_nodes.size());
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<int32_t>& units = p.node_units[s];
+    for (int32_t r : by_node[s]) units.push_back(unit_of_replica[static_cast<size_t>(r)]);
+    std::sort(units.begin(), units.end());
+    units.erase(std::unique(units.begin(), units.end()), units.end());
+  }
+}
+
 Plan make_plan(const CampaignSpec& spec, CostCache& costs) {
   validate_campaign(spec);
   Plan p;
@@ -1077,16 +1164,7 @@ Plan make_plan(const CampaignSpec& spec, CostCache& costs) {
       p.weibull_scale[i] = weibull_scale_for_mean(1.0 / fp.rate_per_node_s, fp.weibull_shape);
     }
   }
-  if (p.elastic) {
-    const int64_t dp = spec.job.dp_replicas;
-    p.units = std::min(p.n, dp);
-    p.nodes_per_unit = p.n / p.units;
-    p.replicas_per_unit = dp / p.units;
-    p.min_units = (spec.min_replicas + p.replicas_per_unit - 1) / p.replicas_per_unit;
-  } else {
-    p.units = 1;
-    p.nodes_per_unit = p.n;
-  }
+  set_units(spec, p);
   return p;
 }
 
@@ -1135,9 +1213,25 @@ void validate_campaign(const CampaignSpec& s) {
   if (s.policy == CampaignPolicy::kElastic) {
     const int64_t n = s.job.job_nodes, dp = s.job.dp_replicas;
     if (dp < 2) bad("policy elastic needs at least 2 data-parallel replicas");
-    if (dp % n != 0 && n % dp != 0)
+    const std::vector<std::vector<int32_t>>& by_node = s.job.replicas_by_node;
+    if (by_node.empty() && dp % n != 0 && n % dp != 0)
       bad("policy elastic needs the replicas to tile the nodes (" + std::to_string(dp) + " replicas on " +
-          std::to_string(n) + " nodes)");
+          std::to_string(n) + " nodes), or the replicas on each node (replicas_by_node)");
+    if (!by_node.empty()) {
+      if (static_cast<int64_t>(by_node.size()) != n)
+        bad("replicas_by_node lists " + std::to_string(by_node.size()) + " nodes; the job has " + std::to_string(n));
+      std::vector<uint8_t> placed(static_cast<size_t>(dp), 0);
+      for (size_t node = 0; node < by_node.size(); ++node) {
+        if (by_node[node].empty()) bad("node " + std::to_string(node) + " holds ranks of no replica");
+        for (int32_t r : by_node[node]) {
+          if (r < 0 || r >= dp)
+            bad("node " + std::to_string(node) + " holds replica " + std::to_string(r) + " of " + std::to_string(dp));
+          placed[static_cast<size_t>(r)] = 1;
+        }
+      }
+      for (size_t r = 0; r < placed.size(); ++r)
+        if (!placed[r]) bad("replica " + std::to_string(r) + " has ranks on no node");
+    }
     if (s.min_replicas < 1 || s.min_replicas > dp) bad("elastic.min_replicas must be between 1 and the replicas");
   }
   if (s.policy == CampaignPolicy::kIslands) {
@@ -1466,12 +1560,33 @@ std::string campaign_summary_text(const CampaignSpec& spec, const CampaignSummar
   appendf(o, "  hours%s: detection %s, teardown+restart %s, recomputation %s, checkpointing %s, waiting for nodes %s\n",
           islands ? " per island" : "", est_h(s.lost_detection_h).c_str(), est_h(s.lost_restart_h).c_str(),
           est_h(s.lost_recompute_h).c_str(), est_h(s.checkpoint_h).c_str(), est_h(s.lost_waiting_h).c_str());
-  if (spec.policy == CampaignPolicy::kElastic)
+  if (spec.policy == CampaignPolicy::kElastic) {
     appendf(o,
             "  degraded running %s of wall time, worth %s of full-job throughput. Elastic data parallelism "
             "changes training semantics: fewer replicas train a smaller global batch (ETTR counts their steps as "
             "productive; goodput counts their tokens)\n",
             est_h(s.degraded_h).c_str(), est_h(s.lost_degraded_h).c_str());
+    // Where the layout puts ranks of several replicas on a node (parallelism.order with data
+    // parallelism inside another dimension), one node's failure takes all of them down.
+    size_t fewest = SIZE_MAX, most = 0;
+    for (const std::vector<int32_t>& on_node : j.replicas_by_node) {
+      fewest = std::min(fewest, on_node.size());
+      most = std::max(most, on_node.size());
+    }
+    if (most > 1) {
+      appendf(o,
+              "  a node holds ranks of %zu%s of the %lld data-parallel replicas (the job's parallelism.order), and "
+              "its failure takes them all down",
+              fewest, fewest == most ? "" : (" to " + std::to_string(most)).c_str(),
+              static_cast<long long>(j.dp_replicas));
+      if (j.dp_replicas - static_cast<int64_t>(fewest) < spec.min_replicas)
+        appendf(o,
+                ": fewer than elastic.min_replicas = %lld are left after any node failure, so every failure "
+                "restarts the job in full",
+                static_cast<long long>(spec.min_replicas));
+      o += "\n";
+    }
+  }
   if (islands) {
     appendf(o, "  islands (outer: %s): waiting for other islands %s, outer syncs %s",
             spec.outer == OuterRule::kWait ? "wait" : "proceed", est_h(s.island_wait_h).c_str(),

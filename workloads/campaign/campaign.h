@@ -42,14 +42,18 @@
 //     read_bandwidth_per_node), or from the peer copy). The work since the restored checkpoint is
 //     recomputed (lost progress), and so is the interrupted step. A planned interruption takes
 //     a synchronous checkpoint first and loses nothing.
-//   * elastic: the data-parallel replicas holding the failed nodes drop out and the others go on
+//   * elastic: the data-parallel replicas with ranks on the failed nodes drop out (which ones
+//     follows the job's layout, CampaignDefaults::replicas_by_node: a node may hold ranks of several
+//     replicas, and a replica's nodes need not be contiguous) and the others go on
 //     after detection and `elastic.reconfigure`, with StepCost = source.step(replicas_down)
 //     (fewer tokens per step: this changes training semantics, a smaller global batch). Nothing
 //     is recomputed but the interrupted step. A dropped replica is ready once its positions are
 //     filled (a spare at once when one is free, else its repaired node) plus `restart.init`, and
 //     rejoins then (`rejoin: immediately`, after a reconfiguration pause) or at the next
 //     checkpoint (`at_checkpoint`). Below `elastic.min_replicas` the job falls back to a full
-//     restart from the last checkpoint. Nodes of a dropped replica sit idle and do not fail. A
+//     restart from the last checkpoint. A node none of whose replicas runs sits idle and does not
+//     fail (a node that also holds ranks of a running replica works, and its failure takes that
+//     replica down too; replicas on the same nodes drop and rejoin together). A
 //     planned stop restarts the replicas that run (it does not wait for a dropped one's repair);
 //     dropped replicas rejoin as above.
 //   * islands (DiLoCo, arXiv 2311.08105): I islands of `job_nodes` nodes each (their own spare
@@ -119,6 +123,12 @@ class StepCostSource {
 // nodes of ONE island (every island has as many) and StepCost one island's inner step.
 struct CampaignDefaults {
   int64_t job_nodes = 0, gpus_per_node = 8, dp_replicas = 1, nodes_per_replica = 1;
+  // Elastic: the data-parallel replicas (0 .. dp_replicas - 1) with ranks on each of the job's
+  // nodes, from the job's layout (the ranks on the node's GPUs and their replica coordinates;
+  // replicas_by_node in workloads/training/recovery.h). Empty: data parallelism outermost, each
+  // replica on job_nodes / dp_replicas contiguous nodes (or dp_replicas / job_nodes replicas on
+  // each node), which needs one of the two counts to divide the other.
+  std::vector<std::vector<int32_t>> replicas_by_node;
   // The cluster's hot spare nodes (`cluster.spare_nodes`: its last nodes, which the job does not
   // use): the campaign's spare pool unless `spares` says otherwise (per island for a DiLoCo job).
   int64_t spare_nodes = 0;

@@ -211,7 +211,8 @@ CampaignSpec bind_campaign(const sim::ConfigNode& c, const CampaignDefaults& d) 
           "policy elastic drops whole data-parallel replicas and this job has fewer than 2 (it needs "
           "data_parallel: ddp with dp >= 2, or hsdp with dp_outer >= 2; ZeRO and FSDP shard the state over every "
           "data-parallel rank)");
-    if (d.dp_replicas % d.job_nodes != 0 && d.job_nodes % d.dp_replicas != 0)
+    // Without the replicas of each node (a job kind that gives none), they must tile the nodes.
+    if (d.replicas_by_node.empty() && d.dp_replicas % d.job_nodes != 0 && d.job_nodes % d.dp_replicas != 0)
       c.child("policy").fail("policy elastic needs the " + std::to_string(d.dp_replicas) +
                              " data-parallel replicas to tile the " + std::to_string(d.job_nodes) + " nodes");
     if (s.min_replicas > d.dp_replicas)

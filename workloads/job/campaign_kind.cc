@@ -382,7 +382,15 @@ std::unique_ptr<Job> bind_campaign_job(const sim::ConfigNode& w, const BindConte
   d.spare_nodes = static_cast<int64_t>(cluster.spare_nodes);
   const Dim axis = replica_axis(*tj);
   d.dp_replicas = axis == Dim::kCount ? 1 : (axis == Dim::kDp ? tj->dp : tj->dp_outer);
-  d.nodes_per_replica = std::max<int64_t>(1, d.job_nodes / d.dp_replicas);
+  // Which replicas a failed node takes down follows parallelism.order: the replicas of the ranks
+  // on its GPUs (the campaign's step runs rank r on GPU r).
+  d.replicas_by_node = replicas_by_node(*tj, static_cast<uint32_t>(d.gpus_per_node));
+  SIM_ASSERT(static_cast<int64_t>(d.replicas_by_node.size()) == d.job_nodes,
+             "campaign: the job's ranks do not fill its nodes");
+  // Reported in the JSON: the nodes replica 0 has ranks on.
+  d.nodes_per_replica = 0;
+  for (const std::vector<int32_t>& on_node : d.replicas_by_node)
+    d.nodes_per_replica += on_node.front() == 0 ? 1 : 0;
   // A checkpoint holds the weights and the optimizer state (fp32 master weights, Adam's moments):
   // AdamBytes param + optimizer bytes per parameter, 2 + 12 = 14 by default (gradients are not saved).
   d.checkpoint_bytes = static_cast<double>(count_params(tj->model).total) * (tj->adam.param + tj->adam.optimizer);

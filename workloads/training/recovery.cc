@@ -13,6 +13,21 @@ Dim replica_axis(const TrainingJob& j) {
   return Dim::kCount;
 }
 
+std::vector<std::vector<int32_t>> replicas_by_node(const TrainingJob& j, uint32_t gpus_per_node) {
+  SIM_ASSERT(gpus_per_node >= 1 && j.world() % gpus_per_node == 0,
+             "replicas_by_node: the ranks do not fill whole nodes");
+  const Dim axis = replica_axis(j);
+  const Layout layout({j.tp, j.cp, j.pp, j.dp, j.dp_outer}, j.order);
+  std::vector<std::vector<int32_t>> out(layout.world() / gpus_per_node);
+  for (uint32_t r = 0; r < layout.world(); ++r) {
+    const auto replica = static_cast<int32_t>(axis == Dim::kCount ? 0 : layout.coord(r, axis));
+    std::vector<int32_t>& on_node = out[r / gpus_per_node];
+    if (std::find(on_node.begin(), on_node.end(), replica) == on_node.end()) on_node.push_back(replica);
+  }
+  for (std::vector<int32_t>& on_node : out) std::sort(on_node.begin(), on_node.end());
+  return out;
+}
+
 TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down) {
   TrainingSettings out = ts;
   if (down == 0) return out;

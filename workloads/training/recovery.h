@@ -36,6 +36,15 @@ enum class Recovery : uint8_t { kNone, kSpare, kElastic };
 // state is sharded over every data-parallel rank (ZeRO, FSDP without dp_outer).
 Dim replica_axis(const TrainingJob& j);
 
+// The replicas (coordinates along replica_axis) with ranks on each node of `gpus_per_node` GPUs,
+// rank r on GPU r (the job's placement without a spare): one increasing list per node, for the
+// job's world / gpus_per_node nodes. It follows parallelism.order: with data parallelism outermost
+// (the default) replica k holds a contiguous block of nodes; Megatron-LM's order tp-cp-ep-dp-pp
+// ([tp, cp, dp, pp] here) puts it on every dp-th node; an order with dp inside tp puts ranks of
+// several replicas on every node. Every node holds replica 0 when the job has no whole replicas
+// (replica_axis is Dim::kCount).
+std::vector<std::vector<int32_t>> replicas_by_node(const TrainingJob& j, uint32_t gpus_per_node);
+
 // The job with `down` of its replicas dropped (along replica_axis): the others go on at a
 // proportionally smaller global batch. The settings only; where they run is the caller's business.
 TrainingSettings without_replicas(const TrainingSettings& ts, int64_t down);
