@@ -89,9 +89,21 @@ TEST(ScenarioCheck, ALayoutAgainstSpareNodesSaysTheJobsGpus) {
         << e.what();
   }
   // Without spares the cluster's GPUs are the job's.
-  EXPECT_NE(bind_error("workload.parallelism.dp=4", 0).find("= 128 ranks, but the cluster has 64 GPUs"),
+  // tp 8 x pp 4 = 32 divides the 64 GPUs: the error offers dp: auto, which gives 64 / 32 = 2.
+  EXPECT_NE(bind_error("workload.parallelism.dp=4", 0)
+                .find("= 128 ranks, but the cluster has 64 GPUs (dp: auto takes what the others leave: dp = 2)"),
             std::string::npos)
       << bind_error("workload.parallelism.dp=4", 0);
+  // tp 8 x pp 3 = 24 does not divide 64: no such offer.
+  sim::ConfigDoc three = sim::ConfigDoc::load_string(default_scenario_yaml(), "default.yaml");
+  three.apply_override("workload.parallelism.pp=3");
+  try {
+    bind_scenario(std::move(three), "default", true, 0);
+    ADD_FAILURE() << "48 ranks on 64 GPUs were accepted";
+  } catch (const sim::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks, but the cluster has 64 GPUs"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("auto"), std::string::npos) << e.what();
+  }
   // Large counts are grouped: 2,048 nodes of 8 less 32 spare nodes leave 2,016 x 8 = 16,128 GPUs.
   // tp 8 x pp 4 x dp_outer 5 = 160 does not divide 16,128 (16,128 / 160 = 100.8); the default
   // job's 64 ranks are not 16,128.

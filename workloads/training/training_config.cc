@@ -288,10 +288,17 @@ TrainingSettings bind_training(const sim::ConfigNode& w, const topo::GpuSpec& gp
     const std::string product = ranks > static_cast<unsigned __int128>(UINT64_MAX)
                                     ? std::string("more than 2^64")
                                     : std::to_string(static_cast<uint64_t>(ranks));
+    // When the other dimensions divide the GPUs, dp: auto is the fix a cluster-size sweep wants.
+    const unsigned __int128 others = ranks / static_cast<unsigned __int128>(j.dp);
+    const std::string hint =
+        others > 0 && static_cast<unsigned __int128>(gpus) % others == 0
+            ? " (dp: auto takes what the others leave: dp = " +
+                  std::to_string(static_cast<uint64_t>(static_cast<unsigned __int128>(gpus) / others)) + ")"
+            : "";
     p.fail("tp x cp x pp x dp x dp_outer = " + std::to_string(j.tp) + " x " + std::to_string(j.cp) + " x " +
            std::to_string(j.pp) + " x " + std::to_string(j.dp) + " x " + std::to_string(j.dp_outer) + " = " +
            product + (product == "1" ? " rank" : " ranks") + ", but the " + owner + " has " +
-           job_gpus_text(gpus, spares));
+           job_gpus_text(gpus, spares) + hint);
   }
   // FP8 needs an FP8 tensor path (Hopper and later): on a GPU without one the run would silently
   // fall back to another precision's peak.
