@@ -295,6 +295,30 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
   EXPECT_EQ(run.rank_end[0].count_ns(), 50'000 + 20'000 + 2'500);
 }
 
+TEST(Kineto, FbgemmKernelsAreNotGemms) {
+  // FBGEMM's index and embedding kernels in the DLRM sample name the library, not a GEMM.
+  EXPECT_EQ(kernel_class_by_name("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)"),
+            MeasuredClass::kMemoryBound);
+  EXPECT_EQ(kernel_class_by_name("void bounds_check_indices_kernel<long>(at::GenericPackedTensorAccessor<long, 1ul, "
+                                 "at::RestrictPtrTraits, int>, long, fbgemm_gpu::FixedDivisor)"),
+            MeasuredClass::kMemoryBound);
+  // A CUTLASS GEMM still is one, whatever library launched it.
+  EXPECT_EQ(kernel_class_by_name("void cutlass::Kernel<fbgemm_gpu::f8f8bf16_rowwise>"), MeasuredClass::kTensorGemm);
+  // The DLRM sample's 8 ranks, classified with Python's json module by the rules in kineto.h
+  // ("fbgemm" taken out of each name first): 2,180 kernels, memcpys and memsets besides the 64 NCCL
+  // kernels; 224 FP32 GEMMs (volta_sgemm_*, cuBLAS's gemmSN/gemmk1/gemv/dot/splitKreduce kernels
+  // on floats), no tensor-core GEMM (the V100 ran the model in FP32), 316 unvectorized elementwise
+  // kernels, 1,640 other. Before, 40 FBGEMM kernels counted as tensor GEMMs and 48 as FP32 GEMMs.
+  std::vector<KinetoRank> ranks;
+  for (const auto& f : dlrm_files()) ranks.push_back(read_kineto(f));
+  const ReplayProgram rp = replay_program(ranks);
+  auto count = [&](MeasuredClass c) { return rp.class_count[static_cast<size_t>(c)]; };
+  EXPECT_EQ(count(MeasuredClass::kTensorGemm), 0u);
+  EXPECT_EQ(count(MeasuredClass::kFp32Gemm), 224u);
+  EXPECT_EQ(count(MeasuredClass::kUnvectorized), 316u);
+  EXPECT_EQ(count(MeasuredClass::kMemoryBound), 1640u);
+}
+
 // Four ranks, two tensor-parallel pairs {0,1} and {2,3} (groups "1" and "2") and one all-rank
 // collective (group "0"), as newer PyTorch records them on NCCL kernels. Each rank: compute, its
 // pair's all-reduce, then the all-rank all-reduce. Times (us): rank r computes 10 (r+1); the pair

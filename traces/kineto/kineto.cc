@@ -83,6 +83,10 @@ MeasuredClass kernel_class_by_name(const std::string& name) {
   if (has("flash") || has("fmha") || has("attention"))
     return has("bwd") || has("bprop") || has("backward") ? MeasuredClass::kAttentionBackward
                                                           : MeasuredClass::kAttention;
+  // FBGEMM's GPU kernels (fbgemm_gpu::permute_2D_*, the embedding ops' bounds_check_indices, whose
+  // arguments name fbgemm_gpu::FixedDivisor) move indices and rows: "fbgemm" names the library,
+  // not a GEMM. Its CUTLASS GEMMs still say "cutlass".
+  for (size_t at = n.find("fbgemm"); at != std::string::npos; at = n.find("fbgemm", at)) n.replace(at, 6, "fb");
   // cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.x), its older ones *gemm* / *xmma*.
   if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet"))
     return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;

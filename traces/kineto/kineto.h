@@ -97,7 +97,7 @@ struct KinetoReadOptions {
 KinetoRank read_kineto(const std::string& path, const KinetoReadOptions& opt = {});
 
 // A measured kernel's class, from its name alone (no shapes needed): GEMM on tensor cores (cuBLAS
-// / CUTLASS names: "gemm", "xmma", "cutlass", "cublas"), GEMM in plain FP32 (those names with
+// / CUTLASS names: "gemm", "xmma", "cutlass", "cublas"; FBGEMM's "fbgemm" is not one), GEMM in plain FP32 (those names with
 // "sgemm" or "<float"), attention ("flash", "fmha", "attention"), else memory-bound (elementwise,
 // reductions, copies: the bulk of the rest in training traces). Memcpys and memsets are memory-bound.
 // PyTorch's unvectorized elementwise kernels (the generic "elementwise_kernel" for broadcast or
