@@ -127,8 +127,9 @@ int cmd_replay(const ReplayOptions& opt) {
       }
   }
   if (!chakra) rp = traces::replay_program(ranks, ro);
-  const bool simulated_collectives = chakra || sc;
   const uint32_t world = static_cast<uint32_t>(ranks.size());
+  // One profiler trace alone keeps its collectives as measured (traces/kineto/kineto.h).
+  const bool simulated_collectives = chakra || (sc && world > 1);
   if (sc) {
     if (sc->topology->num_gpus() < world)
       throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc->topology->num_gpus()) +
@@ -174,7 +175,10 @@ int cmd_replay(const ReplayOptions& opt) {
     } else {
       std::printf("replay of %s, %s per rank %s\n\n", count_noun(world, "rank trace", "rank traces").c_str(),
                   count_noun(rp.collectives, "collective", "collectives").c_str(),
-                  sc ? ("simulated on the cluster of " + opt.cluster).c_str() : "as measured");
+                  simulated_collectives ? ("simulated on the cluster of " + opt.cluster).c_str()
+                  : sc && rp.collectives > 0
+                      ? "as measured (one trace: its peers' traces are needed to simulate them)"
+                      : "as measured");
     }
     if (src) {
       std::printf("what-if: measured on %s (%s), replayed on %s (%s). Assumed: each kernel is scaled by its class\n"

@@ -1218,6 +1218,25 @@ TEST_F(CliReplay, WhatIfOnAnotherGpuScalesKernelsThroughBothProfiles) {
   expect_one_error_line(run(bad));
 }
 
+TEST_F(CliReplay, OneTraceOfALargerJobKeepsItsCollectivesAsMeasured) {
+  // HTA's A100 sample is rank 0 of a 2-rank job: 3,774 GPU activities, 21 of them NCCL kernels
+  // (counted with Python's json module). Replayed alone on another cluster and GPU, its collectives
+  // are neither simulated (its peer's trace is missing) nor scaled as kernels: the what-if's classes
+  // hold the other 3,753 activities, and the report and the JSON say the collectives were measured.
+  const fs::path a100 = kSourceDir / "tests" / "data" / "hta-a100-nccl" / "nccl_data.json.gz";
+  write_text(file("a100.yaml"), "cluster: {gpu: a100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n");
+  write_text(file("h100.yaml"), "cluster: {gpu: h100-sxm, nodes: 1, gpus_per_node: 8, scale_up: {kind: nvswitch}}\n");
+  CliResult r = run({"replay", a100.string(), "--measured-on", "a100.yaml", "--cluster", "h100.yaml", "--json", "w.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "21 collectives per rank as measured (one trace")) << r.out;
+  EXPECT_TRUE(contains(r.out, "collectives are as measured")) << r.out;
+  const json w = read_json("w.json");
+  EXPECT_EQ(w["collectives"], "measured");
+  int kernels = 0;
+  for (const auto& c : w["what_if"]["classes"]) kernels += c["kernels"].get<int>();
+  EXPECT_EQ(kernels, 3753);
+}
+
 TEST_F(CliReplay, WhatIfScalesUnvectorizedAndForeachKernelsByTheirOwnRates) {
   // An eager H100 capture replayed on an H200 with the catalog's profiles: unvectorized elementwise
   // kernels by the ratio of element rates (320 G/s on both: unchanged), foreach kernels by HBM x

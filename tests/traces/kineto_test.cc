@@ -319,6 +319,42 @@ TEST(Kineto, FbgemmKernelsAreNotGemms) {
   EXPECT_EQ(count(MeasuredClass::kMemoryBound), 1640u);
 }
 
+TEST(Kineto, OneTraceKeepsItsCollectivesAsMeasuredInAWhatIf) {
+  // One rank of a larger job: a tensor GEMM of 100 us, 10 us idle, then an NCCL kernel of 30 us
+  // that records no size. Asked to simulate recorded sizes and to scale kernels, the replay keeps
+  // the collective's 30 us (its peers are not there; it is no kernel of a class that scales): the
+  // GEMM takes 100 x 0.5 = 50 us, the rank 50 + 10 + 30 = 90 us; only the GEMM is counted in a class.
+  KinetoRank r;
+  r.file = "one-rank";
+  GpuActivity g;
+  g.name = "sm90_xmma_gemm_bf16";
+  g.start_ns = 0;
+  g.dur_ns = 100'000;
+  GpuActivity c;
+  c.name = "ncclDevKernel_AllReduce_RING_LL";
+  c.kind = GpuActivity::Kind::kCollective;
+  c.start_ns = 110'000;
+  c.dur_ns = 30'000;
+  r.activity = {g, c};
+  ReplayOptions ro;
+  ro.simulate_recorded = true;  // what --cluster asks of a trace: no error for the missing size
+  ro.scaling.on = true;
+  for (double& x : ro.scaling.ratio) x = 0.5;
+  const ReplayProgram rp = replay_program({r}, ro);
+  size_t counted = 0;
+  for (size_t n : rp.class_count) counted += n;
+  EXPECT_EQ(counted, 1u);
+  EXPECT_EQ(rp.collectives, 1u);
+  sim::Simulation sim(1);
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  const topo::Topology t = topo::build_scale_up(1, su);
+  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
+  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  ASSERT_TRUE(run.finished) << run.problem;
+  EXPECT_EQ(run.rank_end[0].count_ns(), 90'000);
+}
+
 // Four ranks, two tensor-parallel pairs {0,1} and {2,3} (groups "1" and "2") and one all-rank
 // collective (group "0"), as newer PyTorch records them on NCCL kernels. Each rank: compute, its
 // pair's all-reduce, then the all-rank all-reduce. Times (us): rank r computes 10 (r+1); the pair

@@ -486,7 +486,8 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
   out.collectives = colls[0].size();
   const bool simulate = !opt.collective_sizes.empty() || opt.simulate_recorded;
   if (opt.simulate_recorded && opt.collective_sizes.empty()) {
-    for (size_t r = 0; r < world; ++r)
+    // (One trace alone keeps its collectives as measured: no size needed.)
+    for (size_t r = 0; r < world && world > 1; ++r)
       for (const GpuActivity* c : colls[r])
         if (c->bytes < 0)
           throw sim::UserError(ranks[r].file + ": NCCL kernel '" + c->name.substr(0, 60) +
@@ -583,6 +584,14 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
         } else {
           op.seconds = coll_s[inst];
         }
+        ++k;
+      } else if (a.kind == GpuActivity::Kind::kCollective) {
+        // One trace alone: its collectives keep their measured time, whatever the cluster or the
+        // what-if (its peers are not there to be simulated with, and an NCCL kernel is not a
+        // kernel of any class that scales).
+        op.kind = wl::OpKind::kTimed;
+        op.category = 2;
+        op.seconds = static_cast<double>(a.dur_ns) * 1e-9;
         ++k;
       } else {
         op.kind = wl::OpKind::kTimed;  // measured: loads nothing, keeps its duration when streams overlap
