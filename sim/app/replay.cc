@@ -89,6 +89,9 @@ int cmd_replay(const ReplayOptions& opt) {
     std::vector<traces::ChakraRank> cr;
     for (const auto& f : opt.traces) cr.push_back(traces::read_chakra(f));
     rp.job = traces::chakra_program(cr);
+    // Per rank, as rank 0 has them (chakra_program refuses ranks whose all-rank collectives differ).
+    for (const wl::Op& op : rp.job.templates[rp.job.template_of_rank[0]].ops())
+      rp.collectives += op.kind == wl::OpKind::kCollective;
     rp.measured_s.assign(cr.size(), 0);
     rp.offset_s.assign(cr.size(), 0);
     for (const auto& c : cr) {
@@ -169,8 +172,9 @@ int cmd_replay(const ReplayOptions& opt) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!quiet) {
     if (chakra) {
-      std::printf("replay of %s, collectives simulated on %s\n\n",
+      std::printf("replay of %s, %s per rank simulated on %s\n\n",
                   count_noun(world, "Chakra trace", "Chakra traces").c_str(),
+                  count_noun(rp.collectives, "collective", "collectives").c_str(),
                   sc ? ("the cluster of " + opt.cluster).c_str() : "one H100 NVSwitch node (--cluster to choose)");
     } else {
       std::printf("replay of %s, %s per rank %s\n\n", count_noun(world, "rank trace", "rank traces").c_str(),

@@ -1122,6 +1122,21 @@ TEST_F(CliReplay, ChakraExportOfTheDefaultStepReplaysToItsStepTime) {
   expect_one_error_line(run({"run", "c.yaml", "--chakra", "x"}));
 }
 
+TEST_F(CliReplay, ChakraReplaySaysHowManyCollectivesEachRankRan) {
+  // ASTRA-sim's 8-NPU microbenchmark: one COMM_COLL_NODE (an all-reduce of 1 MiB) per rank file
+  // (tests/data/astra-sim-all-reduce-8npus-1mb/README.md); the JSON said 0.
+  std::vector<std::string> args = {"replay"};
+  for (int r = 0; r < 8; ++r)
+    args.push_back((kSourceDir / "tests/data/astra-sim-all-reduce-8npus-1mb" / ("all_reduce." + std::to_string(r) + ".et"))
+                       .string());
+  args.push_back("--json");
+  args.push_back("c.json");
+  CliResult r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "replay of 8 Chakra traces, 1 collective per rank simulated on")) << r.out;
+  EXPECT_EQ(read_json("c.json")["collectives_per_rank"], 1);
+}
+
 TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
   std::vector<std::string> kineto, et;
