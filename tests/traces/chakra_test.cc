@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,18 @@ TEST(Chakra, BadFilesAreOneClearLine) {
   EXPECT_NE(message((dir / "empty.et").string()).find("empty"), std::string::npos);
   std::ofstream(dir / "json.et") << "{\"traceEvents\": []}";
   EXPECT_NE(message((dir / "json.et").string()).find("not a Chakra"), std::string::npos);
+  // A file cut short inside its last message: ASTRA-sim's all_reduce.0.et is 81 bytes (read with
+  // xxd): length 0x07 and a 7-byte GlobalMetadata (version "0.0.4"), then length 0x48 and a 72-byte
+  // node. Without its last 5 bytes the node announces 72 bytes and 76 - 9 = 67 are left.
+  {
+    std::ifstream in(kMicro / "all_reduce.0.et", std::ios::binary);
+    std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(whole.size(), 81u);
+    std::ofstream(dir / "cut.et", std::ios::binary) << whole.substr(0, 76);
+    const std::string m = message((dir / "cut.et").string());
+    EXPECT_NE(m.find("cut.et: message 1 is cut short (72 bytes announced, 67 left)"), std::string::npos) << m;
+    EXPECT_NE(m.find("truncated"), std::string::npos) << m;
+  }
   // A node depending on one the file does not hold.
   auto ranks = micro();
   ranks[3].nodes[0].data_deps = {42};

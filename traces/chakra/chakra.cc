@@ -60,6 +60,13 @@ ChakraRank read_chakra(const std::string& path) {
   while (in.CurrentPosition() < static_cast<int>(bytes.size())) {
     uint32_t size = 0;
     if (!in.ReadVarint32(&size)) throw sim::UserError(path + ": message " + std::to_string(index) + ": bad length prefix");
+    const size_t left = bytes.size() - static_cast<size_t>(in.CurrentPosition());
+    if (size > left && first)
+      throw sim::UserError(path + ": not a Chakra trace (its first message would be " + std::to_string(size) +
+                           " bytes long, more than the file holds; is this a Chakra .et file?)");
+    if (size > left)
+      throw sim::UserError(path + ": message " + std::to_string(index) + " is cut short (" + std::to_string(size) +
+                           " bytes announced, " + std::to_string(left) + " left): the file is truncated");
     auto limit = in.PushLimit(static_cast<int>(size));
     if (first) {
       ChakraProtoMsg::GlobalMetadata meta;
