@@ -62,9 +62,10 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   check_output(opt.output, "--output");
   check_output(opt.json, "--json");
   check_output(opt.samples, "--samples");
-  for (const auto& f : opt.traces)
-    if (traces::is_chakra_path(f))
-      throw sim::UserError(f + ": calibrate reads PyTorch profiler traces (Chakra traces hold no measured kernels)");
+  for (const auto* list : {&opt.traces, &opt.test})
+    for (const auto& f : *list)
+      if (traces::is_chakra_path(f))
+        throw sim::UserError(f + ": calibrate reads PyTorch profiler traces (Chakra traces hold no measured kernels)");
   wl::Scenario sc =
       wl::bind_scenario(sim::ConfigDoc::load_file(opt.cluster), opt.cluster, /*with_workload=*/false);
   const topo::GpuSpec& gpu = sc.cluster.gpu;

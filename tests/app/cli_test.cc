@@ -1325,6 +1325,13 @@ TEST_F(CliReplay, CalibrateWritesAProfileThatScenariosLoad) {
                      "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "p.yaml"});
   expect_one_error_line(c);
   EXPECT_TRUE(contains(c.err, "Chakra")) << c.err;
+  // The same for a Chakra trace given with --test (it was read as JSON: "binary, not JSON (a Chakra
+  // protobuf trace? give Chakra traces as .et files)", of a file that was one).
+  CliResult ct = run({"calibrate", kineto[0], "--test",
+                      (kSourceDir / "tests/data/astra-sim-all-reduce-8npus-1mb/all_reduce.0.et").string(), "--cluster",
+                      (d / "dgx1-v100.yaml").string(), "-o", "p.yaml"});
+  expect_one_error_line(ct);
+  EXPECT_TRUE(contains(ct.err, "all_reduce.0.et: calibrate reads PyTorch profiler traces")) << ct.err;
   CliResult w = run({"calibrate", kineto[0], "--cluster", (d / "dgx1-v100.yaml").string(), "-o", "/nonexistent/p.yaml"});
   expect_one_error_line(w);
   EXPECT_TRUE(contains(w.err, "--output")) << w.err;
