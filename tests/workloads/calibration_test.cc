@@ -169,6 +169,24 @@ TEST(Calibration, AnEfficiencyAbovePeakIsClampedAndSaid) {
   EXPECT_NE(c.kernels[3].note.find("clamped to 1"), std::string::npos);
 }
 
+TEST(Calibration, AClampedEfficiencyGetsItsLatencyRefitted) {
+  // Two memory-bound kernels whose ideal times at the H100's full HBM bandwidth are 1 us and 10 us,
+  // measured at 2 us and 9 us. The line through them, t = a + x / eff, has 1 / eff = 7/9 (eff
+  // 1.29, clamped to 1) and a = 2 - 7/9 = 1.222 us; with eff held at 1 the relative-error fit of a
+  // in t - x = a (weights 1 / t^2) is (1/4 x 1 - 1/81 x 1) / (1/4 + 1/81) us = 77/85 us = 906 ns.
+  const double bw = kH100.hbm_bandwidth_Bps;
+  std::vector<KernelSample> samples = {memory(1e-6 * bw, 1, 1e-6), memory(1e-5 * bw, 1, -1e-6)};
+  ASSERT_NEAR(samples[0].seconds, 2e-6, 1e-18);
+  ASSERT_NEAR(samples[1].seconds, 9e-6, 1e-18);
+  CalibrationOptions opt;
+  opt.holdout_every = 0;
+  Calibration c = calibrate_kernels(samples, kH100, topo::default_profile(kH100), opt);
+  EXPECT_EQ(c.kernels[3].efficiency, 1.0);
+  EXPECT_EQ(c.kernels[3].latency.count_ns(), 906);
+  EXPECT_EQ(c.profile.kernel_latency.count_ns(), 906);
+  EXPECT_NE(c.kernels[3].note.find("clamped to 1, latency refitted"), std::string::npos) << c.kernels[3].note;
+}
+
 TEST(Calibration, TestSourcesAreOnlyTested) {
   std::vector<KernelSample> samples;
   for (double b = 1e6; b <= 1e9; b *= 2) samples.push_back(memory(b, 0.7, 1e-6));

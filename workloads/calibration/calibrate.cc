@@ -276,8 +276,21 @@ static ClassFit fit_class(const std::vector<KernelSample>& samples, const topo::
     }
     if (f.efficiency > 1) {
       f.note = "fitted efficiency " + std::to_string(f.efficiency) +
-               " > 1 (is the GPU in --cluster the one measured?): clamped to 1";
+               " > 1 (is the GPU in --cluster the one measured?): clamped to 1, " +
+               (attention ? "sequence overhead" : "latency") + " refitted";
       f.efficiency = 1;
+      // The latency (attention: the sequence overhead) that went with the efficiency above 1 does
+      // not go with 1: refitted with the efficiency held at 1, the weighted least-squares a of
+      // t - x = a u (weights 1 / t^2, as fit_line), at least 0.
+      double num = 0, den = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double w = 1.0 / (t[i] * t[i]);
+        num += w * u[i] * (t[i] - x[i]);
+        den += w * u[i] * u[i];
+      }
+      const double a1 = den > 0 ? std::max(0.0, num / den) : 0.0;
+      if (attention) f.seq_overhead = std::min(a1, 1e6);
+      else f.latency = sim::Time::ns(std::llround(a1 * 1e9));
     }
     f.efficiency = std::max(f.efficiency, 0.01);  // the profile's lower bound
     if (attention) {
