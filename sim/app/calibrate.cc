@@ -199,7 +199,7 @@ int cmd_calibrate(const CalibrateOptions& opt) {
                   sim::format_duration(cal.host.kernel_gap).c_str(), cal.host.gaps);
     else
       std::printf("  kernel gap: not fitted (%s)\n", cal.host.gap_note.c_str());
-    std::printf("\nwrote %s\n", opt.output.c_str());
+    std::printf("\n");  // the files written follow (say_written, at the end)
   }
   if (!opt.json.empty()) {
     nlohmann::ordered_json j;
