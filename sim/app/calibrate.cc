@@ -93,9 +93,8 @@ int cmd_calibrate(const CalibrateOptions& opt) {
   const size_t job_ranks = ranks.size();
   for (const auto& f : opt.test) read(f, true);
 
-  std::vector<std::vector<traces::EtCollective>> sizes;
-  for (const auto& f : opt.execution_traces) sizes.push_back(traces::read_et_collectives(f));
   const std::vector<traces::KinetoRank> job(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(job_ranks));
+  const std::vector<std::vector<traces::EtCollective>> sizes = traces::read_paired_execution_traces(job, opt.execution_traces);
   std::vector<wl::CollectiveSample> colls;
   std::string coll_note;
   if (static_cast<int64_t>(job.size()) < job[0].world) {

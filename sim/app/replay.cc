@@ -108,7 +108,7 @@ int cmd_replay(const ReplayOptions& opt) {
     throw sim::UserError("--et gives collective sizes to simulate on a cluster: give --cluster SCENARIO too");
   if (!chakra && !opt.cluster.empty()) {
     // Sizes from the execution traces, else from the profiler traces where they record them.
-    for (const auto& f : opt.execution_traces) ro.collective_sizes.push_back(traces::read_et_collectives(f));
+    ro.collective_sizes = traces::read_paired_execution_traces(ranks, opt.execution_traces);
     ro.simulate_recorded = opt.execution_traces.empty();
   }
   std::unique_ptr<wl::Scenario> sc, src;

@@ -6,6 +6,7 @@
 // 1694128201441015 us (13.009 ms).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -138,7 +139,9 @@ TEST(ExecutionTrace, ReadsTheCollectivesKindsAndSizes) {
   // Rank 0's nccl:* nodes in id order, element count x element size read with Python's json:
   // all_to_all 6144 x 4, 24 x 8, 384 x 4, 3392 x 4; all_reduce 394241 x 4; all_to_all 6144 x 4;
   // all_reduce 112 x 4, 226960 x 4.
-  auto c = read_et_collectives(dlrm_et_files()[0]);
+  const EtCollectives et = read_et_collectives(dlrm_et_files()[0]);
+  EXPECT_EQ(et.pid, 59811);  // the file's top-level "pid", as its worker0 profiler trace's CPU ops
+  const auto& c = et.collectives;
   const double bytes[] = {24576, 192, 1536, 13568, 1576964, 24576, 448, 907840};
   ASSERT_EQ(c.size(), 8u);
   for (size_t k = 0; k < 8; ++k) {
@@ -155,7 +158,7 @@ TEST(Kineto, ReplayWithSimulatedCollectivesOnEightV100sIsWithin15PercentPerRank)
   std::vector<KinetoRank> ranks;
   for (const auto& f : dlrm_files()) ranks.push_back(read_kineto(f));
   ReplayOptions ro;
-  for (const auto& f : dlrm_et_files()) ro.collective_sizes.push_back(read_et_collectives(f));
+  ro.collective_sizes = read_paired_execution_traces(ranks, dlrm_et_files());
   ReplayProgram rp = replay_program(ranks, ro);
   wl::Scenario sc = wl::bind_scenario(sim::ConfigDoc::load_file((kDlrm / "dgx1-v100.yaml").string()), "dgx1", false);
   sim::Simulation sim(1);
@@ -181,6 +184,32 @@ TEST(Kineto, ReadsTheRocmVariantWithFractionalTimestamps) {
   // Alone, it replays as measured.
   ReplayProgram rp = replay_program({r});
   EXPECT_NEAR(rp.measured_s[0], 8.911887e-3, 1e-9);
+}
+
+// Execution traces given in another order than the profiler traces are refused, naming both files:
+// each pair comes from one training process (the DLRM sample's pids, read with Python's json: rank r's
+// execution trace and its profiler trace's CPU ops are both process 59811 + r).
+TEST(Kineto, ExecutionTracesInAnotherOrderAreRefused) {
+  std::vector<KinetoRank> ranks;
+  for (const auto& f : dlrm_files()) ranks.push_back(read_kineto(f));
+  EXPECT_EQ(ranks[3].host_pid, 59814);
+  std::vector<std::string> et = dlrm_et_files();
+  std::rotate(et.begin(), et.begin() + 1, et.end());  // rank 1's first: 1, 2, ..., 7, 0
+  try {
+    read_paired_execution_traces(ranks, et);
+    ADD_FAILURE() << "execution traces in another order were accepted";
+  } catch (const sim::UserError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("dlrm_eg_1.json.gz was recorded by process 59812, but "), std::string::npos) << m;
+    EXPECT_NE(m.find("(trace 0) by process 59811 (as "), std::string::npos) << m;
+    EXPECT_NE(m.find("dlrm_eg_0.json.gz was): give the execution traces in the order of the profiler traces"),
+              std::string::npos)
+        << m;
+  }
+  // In order they pair: rank 0's eight collectives, all_to_all x 4, all_reduce, all_to_all, all_reduce x 2.
+  const auto sizes = read_paired_execution_traces(ranks, dlrm_et_files());
+  ASSERT_EQ(sizes.size(), 8u);
+  EXPECT_EQ(sizes[0].size(), 8u);
 }
 
 TEST(Kineto, OtherFormatsAreNamedNotMisread) {

@@ -17,7 +17,7 @@ namespace {
 
 // The collective an NCCL kernel runs, from its name ("ncclKernel_AllReduce_RING_LL_Sum_float",
 // "ncclDevKernel_AllGather_RING_LL"); false when the name is not an NCCL collective kernel.
-bool nccl_collective(const std::string& name, wl::CollectiveOp& op) {
+bool nccl_collective(const std::string& name, wl::CollectiveOp& op, bool& known) {
   if (name.rfind("ncclKernel_", 0) != 0 && name.rfind("ncclDevKernel_", 0) != 0) return false;
   const std::pair<const char*, wl::CollectiveOp> kinds[] = {
       {"_AllReduce", wl::CollectiveOp::kAllReduce},   {"_AllGather", wl::CollectiveOp::kAllGather},
@@ -27,9 +27,11 @@ bool nccl_collective(const std::string& name, wl::CollectiveOp& op) {
   for (const auto& [key, value] : kinds)
     if (name.find(key) != std::string::npos) {
       op = value;
+      known = true;
       return true;
     }
   op = wl::CollectiveOp::kAllReduce;  // an NCCL kernel of another kind: still a collective
+  known = false;
   return true;
 }
 
@@ -208,8 +210,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     std::vector<std::vector<int64_t>> dims;
     std::vector<std::string> types;
     int64_t in_nelems = -1, out_nelems = -1, correlation = -1, bytes = -1;
-    bool has_ts = false, has_dur = false, has_stream = false, has_tid = false;
-    int64_t ts_ns = 0, dur_ns = 0, stream = 0, tid = 0;
+    bool has_ts = false, has_dur = false, has_stream = false, has_tid = false, has_pid = false;
+    int64_t ts_ns = 0, dur_ns = 0, stream = 0, tid = 0, pid = 0;
   };
   // Containers from the root: an object per level, or an array; and which top-level key holds us.
   void push(bool object) {
@@ -237,6 +239,9 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       } else if (key_ == "tid" && integer) {
         ev_.has_tid = true;
         ev_.tid = i;
+      } else if (key_ == "pid" && integer) {
+        ev_.has_pid = true;
+        ev_.pid = i;
       }
     } else if (in_args() && key_ == "stream" && integer) {
       ev_.has_stream = true;
@@ -268,6 +273,11 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     } else if (cat == "gpu_memset" || cat == "Memset") {
       a.kind = GpuActivity::Kind::kMemset;
     } else {
+      // The training process's pid, from its first CPU op or runtime call (GPU events carry the
+      // device's number as their pid).
+      if (out_.host_pid < 0 && ev_.has_pid &&
+          (cat == "cpu_op" || cat == "Operator" || cat == "cuda_runtime" || cat == "Runtime"))
+        out_.host_pid = ev_.pid;
       if (keep_ops_) keep_cpu_side();
       return;
     }
@@ -278,7 +288,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     a.dur_ns = ev_.dur_ns;
     a.name = ev_.name.empty() ? std::string("?") : ev_.name;
     a.stream = static_cast<uint32_t>(ev_.has_stream ? ev_.stream : ev_.has_tid ? ev_.tid : 0);
-    if (a.kind == GpuActivity::Kind::kKernel && nccl_collective(a.name, a.coll)) a.kind = GpuActivity::Kind::kCollective;
+    if (a.kind == GpuActivity::Kind::kKernel && nccl_collective(a.name, a.coll, a.kind_known))
+      a.kind = GpuActivity::Kind::kCollective;
     if (a.kind == GpuActivity::Kind::kCollective) {
       const int64_t n = a.coll == wl::CollectiveOp::kAllGather ? ev_.out_nelems : ev_.in_nelems;
       const double e = element_bytes(ev_.dtype);
@@ -462,6 +473,39 @@ MatchedCollectives match_collectives(const std::vector<KinetoRank>& ranks) {
     }
   }
   return m;
+}
+
+std::vector<std::vector<EtCollective>> read_paired_execution_traces(const std::vector<KinetoRank>& ranks,
+                                                                    const std::vector<std::string>& et_files) {
+  std::vector<EtCollectives> et;
+  for (const auto& f : et_files) et.push_back(read_et_collectives(f));
+  std::vector<std::vector<EtCollective>> out;
+  for (size_t r = 0; r < et.size() && r < ranks.size(); ++r) {
+    const KinetoRank& kr = ranks[r];
+    auto recorded_by = [&](int64_t pid) {
+      std::string s = "process " + std::to_string(pid);
+      for (size_t o = 0; o < et.size(); ++o)
+        if (o != r && et[o].pid == pid) s += " (as " + et_files[o] + " was)";
+      return s;
+    };
+    if (et[r].pid >= 0 && kr.host_pid >= 0 && et[r].pid != kr.host_pid)
+      throw sim::UserError("--et " + et_files[r] + " was recorded by process " + std::to_string(et[r].pid) + ", but " +
+                           kr.file + " (trace " + std::to_string(r) + ") by " + recorded_by(kr.host_pid) +
+                           ": give the execution traces in the order of the profiler traces");
+    std::vector<const GpuActivity*> colls;
+    for (const auto& a : kr.activity)
+      if (a.kind == GpuActivity::Kind::kCollective) colls.push_back(&a);
+    if (colls.size() == et[r].collectives.size())
+      for (size_t k = 0; k < colls.size(); ++k)
+        if (colls[k]->kind_known && colls[k]->coll != et[r].collectives[k].op)
+          throw sim::UserError("--et " + et_files[r] + ": collective " + std::to_string(k) + " is " +
+                               et[r].collectives[k].name + ", but " + kr.file + "'s NCCL kernel " +
+                               std::to_string(k) + " is '" + colls[k]->name.substr(0, 40) +
+                               "': give the execution traces in the order of the profiler traces");
+    out.push_back(std::move(et[r].collectives));
+  }
+  for (size_t r = ranks.size(); r < et.size(); ++r) out.push_back(std::move(et[r].collectives));
+  return out;
 }
 
 ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt) {

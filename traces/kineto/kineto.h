@@ -58,6 +58,9 @@ struct GpuActivity {
   // kCollective: its process group (KinetoRank::groups) where the kernel records it (newer
   // PyTorch: "Process Group Name", "Process Group Ranks"); -1 when not recorded.
   int32_t group = -1;
+  // kCollective: its name says which collective it runs (ncclKernel_AllReduce_...); false for an
+  // NCCL kernel of another kind, taken as an all-reduce.
+  bool kind_known = false;
 };
 
 struct ProcessGroup {
@@ -81,6 +84,7 @@ struct KinetoRank {
   std::vector<CpuOp> ops;             // with KinetoReadOptions::ops
   std::vector<ProcessGroup> groups;   // the process groups its NCCL kernels name
   std::string device;                 // deviceProperties[0].name ("NVIDIA H100 80GB HBM3"); "" when absent
+  int64_t host_pid = -1;              // the pid of its first host event (CPU op, runtime call); -1: none
   int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
   int64_t last_end_ns() const;        // the end of the last GPU activity to finish
 };
@@ -171,6 +175,15 @@ struct ReplayOptions {
   // Kernels, memcpys and memsets scaled to another GPU (off: measured durations).
   KernelScaling scaling;
 };
+
+// Reads the execution traces given with the profiler traces (--et), one per rank in the same order,
+// and checks that each is its rank's: both come from the training process, so their pids agree
+// (where both record one), and its collectives are the kinds its NCCL kernels ran, one for one
+// (where the counts agree and a kernel's name says its kind: all_to_all runs as SendRecv kernels).
+// Throws sim::UserError naming both files otherwise (a list given in another order is the usual
+// slip). Returns each rank's collectives.
+std::vector<std::vector<EtCollective>> read_paired_execution_traces(const std::vector<KinetoRank>& ranks,
+                                                                    const std::vector<std::string>& et_files);
 
 // `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
 // cannot be matched (different numbers of NCCL kernels, a missing or repeated rank).

@@ -9,7 +9,7 @@
 
 namespace traces {
 
-std::vector<EtCollective> read_et_collectives(const std::string& path) {
+EtCollectives read_et_collectives(const std::string& path) {
   nlohmann::json doc = nlohmann::json::parse(read_maybe_gzip(path), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw sim::UserError(path + ": not valid JSON (a PyTorch execution trace is a JSON object)");
   if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_array())
@@ -49,8 +49,9 @@ std::vector<EtCollective> read_et_collectives(const std::string& path) {
     found.push_back(std::move(f));
   }
   std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.id < b.id; });
-  std::vector<EtCollective> out;
-  for (auto& f : found) out.push_back(std::move(f.c));
+  EtCollectives out;
+  if (doc.contains("pid") && doc["pid"].is_number_integer()) out.pid = doc["pid"].get<int64_t>();
+  for (auto& f : found) out.collectives.push_back(std::move(f.c));
   return out;
 }
 

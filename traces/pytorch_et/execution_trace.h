@@ -20,7 +20,14 @@ struct EtCollective {
   double bytes = 0;
 };
 
+struct EtCollectives {
+  // The process that recorded it (the trace's top-level "pid"; -1 when absent): the training
+  // process, whose profiler trace carries the same pid on its host events.
+  int64_t pid = -1;
+  std::vector<EtCollective> collectives;  // in node id order
+};
+
 // Throws sim::UserError naming the file (and node) for anything it cannot read.
-std::vector<EtCollective> read_et_collectives(const std::string& path);
+EtCollectives read_et_collectives(const std::string& path);
 
 }  // namespace traces
