@@ -85,13 +85,14 @@ int cmd_replay(const ReplayOptions& opt) {
   traces::ReplayOptions ro;
   traces::ReplayProgram rp;
   if (chakra) {
-    // Chakra: nodes carry compute durations; collectives are always simulated.
+    // Chakra: nodes carry compute durations; collectives are simulated, except in one trace alone,
+    // where they keep their measured time (timed ops of the communication category).
     std::vector<traces::ChakraRank> cr;
     for (const auto& f : opt.traces) cr.push_back(traces::read_chakra(f));
     rp.job = traces::chakra_program(cr);
     // Per rank, as rank 0 has them (chakra_program refuses ranks whose all-rank collectives differ).
     for (const wl::Op& op : rp.job.templates[rp.job.template_of_rank[0]].ops())
-      rp.collectives += op.kind == wl::OpKind::kCollective;
+      rp.collectives += op.kind == wl::OpKind::kCollective || (op.kind == wl::OpKind::kTimed && op.category == 2);
     rp.measured_s.assign(cr.size(), 0);
     rp.offset_s.assign(cr.size(), 0);
     for (const auto& c : cr) {
@@ -132,7 +133,7 @@ int cmd_replay(const ReplayOptions& opt) {
   if (!chakra) rp = traces::replay_program(ranks, ro);
   const uint32_t world = static_cast<uint32_t>(ranks.size());
   // One profiler trace alone keeps its collectives as measured (traces/kineto/kineto.h).
-  const bool simulated_collectives = chakra || (sc && world > 1);
+  const bool simulated_collectives = world > 1 && (chakra || sc);
   if (sc) {
     if (sc->topology->num_gpus() < world)
       throw sim::UserError(opt.cluster + ": its cluster has " + std::to_string(sc->topology->num_gpus()) +
@@ -172,10 +173,11 @@ int cmd_replay(const ReplayOptions& opt) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!quiet) {
     if (chakra) {
-      std::printf("replay of %s, %s per rank simulated on %s\n\n",
-                  count_noun(world, "Chakra trace", "Chakra traces").c_str(),
+      std::printf("replay of %s, %s per rank %s\n\n", count_noun(world, "Chakra trace", "Chakra traces").c_str(),
                   count_noun(rp.collectives, "collective", "collectives").c_str(),
-                  sc ? ("the cluster of " + opt.cluster).c_str() : "one H100 NVSwitch node (--cluster to choose)");
+                  !simulated_collectives ? "as measured (one trace: its peers' traces are needed to simulate them)"
+                  : sc                   ? ("simulated on the cluster of " + opt.cluster).c_str()
+                                         : "simulated on one H100 NVSwitch node (--cluster to choose)");
     } else {
       std::printf("replay of %s, %s per rank %s\n\n", count_noun(world, "rank trace", "rank traces").c_str(),
                   count_noun(rp.collectives, "collective", "collectives").c_str(),

@@ -67,6 +67,23 @@ TEST(Chakra, TheMicrobenchmarkRunsInTheRingClosedFormOnADgxH100) {
   EXPECT_NEAR(run.end.seconds() * 1e6, 15 + 1835008.0 / 141e9 * 1e6, 0.002);
 }
 
+// One trace alone (one rank of a larger job) keeps its collectives' measured time: its peers are not
+// there to simulate them with. Rank 0 of the microbenchmark with duration_micros 40: the step is the
+// 40 us all-reduce, where it was 0 (a one-member group, done at once).
+TEST(Chakra, OneTraceAloneKeepsItsCollectivesMeasuredTime) {
+  std::vector<ChakraRank> one = {micro()[0]};
+  one[0].nodes[0].duration_s = 40e-6;
+  const wl::JobProgram jp = chakra_program(one);
+  sim::Simulation sim(1);
+  topo::ScaleUpSpec su;
+  su.kind = topo::ScaleUpKind::kNvSwitch;
+  const topo::Topology t = topo::build_scale_up(8, su);
+  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
+  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), jp);
+  ASSERT_TRUE(run.finished) << run.problem;
+  EXPECT_EQ(run.end.count_ns(), 40000);
+}
+
 TEST(Chakra, BadFilesAreOneClearLine) {
   auto message = [](const std::string& path) {
     try {

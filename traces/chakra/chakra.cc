@@ -141,6 +141,7 @@ wl::JobProgram chakra_program(const std::vector<ChakraRank>& ranks) {
       }
   }
   for (const auto& [crp, text] : lists) {
+    if (world == 1) break;  // one trace alone: its collectives keep their measured times (below)
     const ChakraRank& cr = *crp;
     nlohmann::json pgs = nlohmann::json::parse(text, nullptr, false);
     if (pgs.is_string()) pgs = nlohmann::json::parse(pgs.get<std::string>(), nullptr, false);
@@ -222,6 +223,17 @@ wl::JobProgram chakra_program(const std::vector<ChakraRank>& ranks) {
           if (n.cpu || n.comm_type < 0) {  // a host-side wrapper: only its dependencies matter
             op.kind = wl::OpKind::kMarker;
             op.stream = wl::kNoStream;
+            break;
+          }
+          if (world == 1) {
+            // One trace alone (one rank of a larger job): its peers are not there to simulate the
+            // collective with, so it keeps the time it took (duration_micros; ours: the exact
+            // seconds), as a profiler trace alone does (traces/kineto/kineto.h).
+            op.kind = wl::OpKind::kTimed;
+            op.stream = stream_or(n, s_comm);
+            op.category = 2;
+            op.seconds = n.seconds > 0 ? n.seconds : n.duration_s;
+            ++collectives;
             break;
           }
           auto pg = comm_of.find(n.pg_name);
