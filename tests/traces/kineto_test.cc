@@ -233,6 +233,28 @@ TEST(Kineto, OtherFormatsAreNamedNotMisread) {
   fs::remove(bin);
 }
 
+// All-reduces that bypass NCCL are collectives too: PyTorch's symmetric-memory kernels (the name
+// as in TraceLens's B200 sample) and vLLM's custom all-reduce; a GEMM is not.
+TEST(Kineto, SymmetricMemoryAllReducesAreCollectives) {
+  const fs::path f = fs::temp_directory_path() / "clustersim_symm_mem.json";
+  {
+    std::ofstream o(f);
+    o << R"json({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)", "pid": 0, "tid": 7, "ts": 10, "dur": 29, "args": {"stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "pid": 0, "tid": 7, "ts": 50, "dur": 5, "args": {"stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2", "pid": 0, "tid": 7, "ts": 60, "dur": 56, "args": {"stream": 7}}
+    ]})json";
+  }
+  const KinetoRank r = read_kineto(f.string());
+  fs::remove(f);
+  ASSERT_EQ(r.activity.size(), 3u);
+  EXPECT_EQ(r.activity[0].kind, GpuActivity::Kind::kCollective);
+  EXPECT_EQ(r.activity[0].coll, wl::CollectiveOp::kAllReduce);
+  EXPECT_TRUE(r.activity[0].kind_known);
+  EXPECT_EQ(r.activity[1].kind, GpuActivity::Kind::kCollective);
+  EXPECT_EQ(r.activity[2].kind, GpuActivity::Kind::kKernel);
+}
+
 TEST(Kineto, ReadsTheMessageSizesNewerTracesRecord) {
   // HTA's A100 sample, in start order (read with Python's json): a broadcast of 53,120 Float
   // elements (212,480 bytes), one of 53 Long (424 bytes), then an all-reduce of 2,049,000 Float
@@ -283,6 +305,10 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
                                  "(at::TensorIteratorBase&)::{lambda()#3}, std::array<char*, 2ul>, 4>(int, ...)"),
             MeasuredClass::kUnvectorized);
   EXPECT_EQ(kernel_class_by_name("void at::native::reduce_kernel<512, 1>"), MeasuredClass::kMemoryBound);
+  // TensorRT-LLM's batched GEMMs (names from TraceLens's B200 sample): tensor-core GEMMs.
+  EXPECT_EQ(kernel_class_by_name("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN"),
+            MeasuredClass::kTensorGemm);
+  EXPECT_EQ(kernel_class_by_name("void at::native::batch_norm_collect_statistics_kernel"), MeasuredClass::kMemoryBound);
   // PyTorch's foreach kernels (the eager optimizer): a class of their own.
   EXPECT_EQ(kernel_class_by_name("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
                                  "(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"

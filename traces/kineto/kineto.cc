@@ -16,8 +16,20 @@ namespace traces {
 namespace {
 
 // The collective an NCCL kernel runs, from its name ("ncclKernel_AllReduce_RING_LL_Sum_float",
-// "ncclDevKernel_AllGather_RING_LL"); false when the name is not an NCCL collective kernel.
+// "ncclDevKernel_AllGather_RING_LL"); false when the name is not an NCCL collective kernel. The
+// all-reduces that bypass NCCL count too: PyTorch's symmetric-memory kernels
+// (torch/csrc/distributed/c10d/symm_mem: multimem_all_reduce_kernel, one_shot_all_reduce_kernel,
+// two_shot_all_reduce_kernel; "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16,
+// 16>(...)" in TraceLens's B200 sample) and vLLM's custom all-reduce (cross_device_reduce_1stage,
+// _2stage).
 bool nccl_collective(const std::string& name, wl::CollectiveOp& op, bool& known) {
+  for (const char* ar : {"multimem_all_reduce_kernel", "one_shot_all_reduce_kernel", "two_shot_all_reduce_kernel",
+                         "cross_device_reduce_"})
+    if (name.find(ar) != std::string::npos) {
+      op = wl::CollectiveOp::kAllReduce;
+      known = true;
+      return true;
+    }
   if (name.rfind("ncclKernel_", 0) != 0 && name.rfind("ncclDevKernel_", 0) != 0) return false;
   const std::pair<const char*, wl::CollectiveOp> kinds[] = {
       {"_AllReduce", wl::CollectiveOp::kAllReduce},   {"_AllGather", wl::CollectiveOp::kAllGather},
@@ -89,8 +101,11 @@ MeasuredClass kernel_class_by_name(const std::string& name) {
   // arguments name fbgemm_gpu::FixedDivisor) move indices and rows: "fbgemm" names the library,
   // not a GEMM. Its CUTLASS GEMMs still say "cutlass".
   for (size_t at = n.find("fbgemm"); at != std::string::npos; at = n.find("fbgemm", at)) n.replace(at, 6, "fb");
-  // cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.x), its older ones *gemm* / *xmma*.
-  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet"))
+  // cuBLAS's Hopper GEMMs are named nvjet_* (cuBLAS 12.x), its older ones *gemm* / *xmma*;
+  // TensorRT-LLM's generated batched GEMMs bmm_<types>_... (bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256...,
+  // FP4/FP8 MoE GEMMs in TraceLens's B200 sample).
+  const bool trtllm_bmm = n.rfind("bmm_", 0) == 0 || has(" bmm_");
+  if (has("gemm") || has("xmma") || has("cutlass") || has("cublas") || has("nvjet") || trtllm_bmm)
     return has("sgemm") || has("<float") ? MeasuredClass::kFp32Gemm : MeasuredClass::kTensorGemm;
   if (is_unvectorized_elementwise(name)) return MeasuredClass::kUnvectorized;
   if (has("multi_tensor_apply")) return MeasuredClass::kForeach;
