@@ -175,6 +175,12 @@ int cmd_calibrate(const CalibrateOptions& opt) {
       std::printf("  %-13s %7zu %10s %10s   %-22s %-22s %-22s\n", label(f), f.shapes, eff, att ? overhead : sim::format_duration(f.latency).c_str(),
                   stats_text(f.fit).c_str(), stats_text(f.held_out).c_str(), stats_text(f.held_out_before).c_str());
       if (!f.note.empty()) std::printf("      %s: %s\n", label(f), f.note.c_str());
+      // A fit that predicts the kernels it did not see worse than the profile it replaces is
+      // written all the same (the user decides), but not silently.
+      if (f.fitted && f.held_out.n > 0 && f.held_out_before.n > 0 && f.held_out.median > f.held_out_before.median)
+        std::printf("      %s: warning: the fit misses the held-out kernels by more than the profile before it "
+                    "(median %.1f%% against %.1f%%); look at the samples (--samples) before using it\n",
+                    label(f), f.held_out.median * 100, f.held_out_before.median * 100);
     }
     bool attention_rows = false;
     for (const auto& f : cal.kernels) attention_rows = attention_rows || (f.cls == wl::KernelClass::kAttention && f.fitted);

@@ -1365,6 +1365,17 @@ TEST_F(CliReplay, CalibrateFitsSingleGpuRunsOfAnH100AndPredictsTheSizesHeldOut) 
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = read_json("cal.json");
   ASSERT_EQ(j["kernels"].size(), 5u);
+  // A class whose fit misses the held-out kernels by more than the profile before it says so, and
+  // only such a class (compared here from the JSON's two medians).
+  for (const json& k : j["kernels"]) {
+    if (!k["fitted"].get<bool>() || !k.contains("held_out") || !k.contains("held_out_before")) continue;
+    const double after = k["held_out"]["median_abs_error"].get<double>();
+    const double before = k["held_out_before"]["median_abs_error"].get<double>();
+    char line[160];
+    std::snprintf(line, sizeof line, "warning: the fit misses the held-out kernels by more than the profile before it "
+                                     "(median %.1f%% against %.1f%%)", after * 100, before * 100);
+    EXPECT_EQ(contains(r.out, line), after > before) << k["class"] << "\n" << r.out;
+  }
   // GEMMs: cuBLAS on the held-out shapes within 10% (median) of what was measured.
   const json& gemm = j["kernels"][0];
   EXPECT_TRUE(gemm["fitted"].get<bool>());
