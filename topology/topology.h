@@ -232,6 +232,10 @@ class Topology {
     double oversubscription = 1.0;
   };
   static constexpr size_t kMaxTiers = 8;
+  // The fat-tree's tiers (empty for other kinds), rails and uplink policy, as built.
+  const std::vector<TierLayout>& fat_tree_tiers() const { return tiers_; }
+  uint32_t rails() const { return rails_; }
+  UplinkPolicy uplink_policy() const { return uplink_policy_; }
 
  private:
   Topology();

@@ -249,6 +249,70 @@ cluster:
   expect_same_step(ex, sy);
 }
 
+// Replicas of 2 nodes over leaf groups of 3: replica 1 (nodes 2-3) straddles leaves 0 and 1, so
+// its pipeline sends cross the oversubscribed spine where replica 0's stay in a leaf. Symmetric
+// mode took replica 0 for all of them and differed from the expanded run (step 217.502243 ms
+// against 217.504243 ms, exposed pp 0.9205 ms against 0.9226 ms); it is refused, naming the fabric,
+// and auto runs it expanded, giving the expanded run's step exactly.
+TEST(SymmetricMode, ReplicasStraddlingLeafGroupsAreRefused) {
+  const std::string cluster = R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 8
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    tiers:
+      - {name: leaf, nodes: 3}
+      - {name: spine, leafs: 3, oversubscription: 2}
+)";
+  const std::string w = std::string("workload:\n  kind: training\n") + kModel +
+                        "  parallelism: {tp: 8, pp: 2, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n";
+  const Outcome refused = run(w, {"workload.fidelity=symmetric"}, cluster);
+  EXPECT_NE(refused.error.find("replicas sit differently in the fabric"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("tier 'leaf'"), std::string::npos) << refused.error;
+  const StepResult ex = step_on(cluster, w, "expanded"), au = step_on(cluster, w, "auto");
+  EXPECT_EQ(au.fidelity, "expanded");
+  EXPECT_NE(au.fidelity_note.find("replicas sit differently in the fabric"), std::string::npos) << au.fidelity_note;
+  EXPECT_EQ(au.step_time_s, ex.step_time_s);
+}
+
+// Parallel uplinks: replicas of 4 nodes span two leaf groups of 2, so their pipeline sends cross
+// the spine over one of each leaf's uplinks. D-mod-K with 2 uplinks picks alike in every replica
+// (the offset, 4 nodes x 8 GPUs per rail, is a multiple of 2) and matches the expanded run; with 3
+// uplinks, or a flow hash, copies take other uplinks than replica 0's and symmetric mode differed
+// from the expanded step (142.553 ms against 142.567 ms with 3; 144.565 against 144.605 ms with a
+// flow hash): refused.
+TEST(SymmetricMode, UplinksChosenDifferentlyPerReplicaAreRefused) {
+  auto cluster = [](const char* uplinks, const char* policy) {
+    return std::string(R"(
+cluster:
+  gpu: h100-sxm
+  nodes: 16
+  gpus_per_node: 8
+  scale_up: {kind: nvswitch}
+  scale_out:
+    kind: fat-tree
+    nic_bandwidth: 400Gbps
+    uplink_policy: )") + policy + R"(
+    tiers:
+      - {name: leaf, nodes: 2}
+      - {name: spine, leafs: 8, oversubscription: 2, uplinks: )" + uplinks + "}\n";
+  };
+  const std::string w = std::string("workload:\n  kind: training\n") + kModel +
+                        "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n";
+  const StepResult ex = step_on(cluster("2", "d-mod-k"), w, "expanded"),
+                   sy = step_on(cluster("2", "d-mod-k"), w, "symmetric");
+  EXPECT_EQ(sy.fidelity, "symmetric");
+  EXPECT_EQ(sy.step_time_s, ex.step_time_s);
+  const Outcome three = run(w, {"workload.fidelity=symmetric"}, cluster("3", "d-mod-k"));
+  EXPECT_NE(three.error.find("uplinks by D-mod-K"), std::string::npos) << three.error;
+  const Outcome hashed = run(w, {"workload.fidelity=symmetric"}, cluster("2", "flow-hash"));
+  EXPECT_NE(hashed.error.find("by flow hash"), std::string::npos) << hashed.error;
+}
+
 TEST(SymmetricMode, UnevenAlgorithmsRunExpandedUnderAuto) {
   const Outcome r = run(std::string("workload:\n  kind: training\n") + kModel +
                             "  parallelism: {tp: 4, cp: 2, dp: 4, dp_outer: 4, data_parallel: fsdp}\n"

@@ -250,6 +250,7 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
              " of node " + std::to_string(r / gpn) + " are in different replicas); symmetric mode needs whole nodes per "
              "replica";
   }
+  if (std::string fabric = fabric_asymmetry(); !fabric.empty()) return fabric;
   auto spans = [](Dim d) { return d == Dim::kDp || d == Dim::kDpOuter; };
   for (const Communicator& cm : jp_.comms)
     if (!cm.generated) return "communicator '" + cm.name + "' lists its members explicitly";
@@ -318,6 +319,87 @@ std::string TrainingStep::symmetric_problem(const std::vector<uint32_t>& trace_r
     if (jp_.template_of_rank[r] != jp_.template_of_rank[rep])
       return "rank " + std::to_string(r) + " runs another program than rank " + std::to_string(rep) + " of replica 0";
   }
+  return "";
+}
+
+// A transfer of replica 0 stands for its copies shifted by the replicas' offsets, whose routes load
+// the fabric with the copies' weight but whose own contention is taken to be the representative's.
+// That holds where the shift maps the fabric onto itself for the routes involved: at every tier,
+// each offset either moves whole, equally sized groups (o a multiple of the tier's group, in
+// nodes) or keeps every node involved in its group; and parallel uplinks a copy may cross are
+// chosen alike (D-mod-K: the offset moves the key by a multiple of the uplinks; a flow hash
+// differs per flow). Leaf groups of 3 nodes under replicas of 4 nodes, for one, put a pipeline
+// send of one replica inside a leaf and its copy across two leaves (step and breakdown then
+// differed from the expanded run). The nodes involved: for an offset along dp, those with dp
+// coordinate 0 (a dp_outer collective's copies), along dp_outer those with dp_outer 0, along both
+// replica 0's.
+std::string TrainingStep::fabric_asymmetry() const {
+  const auto& tiers = topo_.fat_tree_tiers();
+  if (tiers.empty()) return "";
+  const Layout& lay = jp_.layout;
+  const uint32_t gpn = std::max<uint32_t>(1, topo_.gpus_per_node());
+  const uint32_t nodes = topo_.num_nodes();
+  const uint32_t dp = static_cast<uint32_t>(lay.size(Dim::kDp)), outer = static_cast<uint32_t>(lay.size(Dim::kDpOuter));
+  // Group size in nodes per tier.
+  std::vector<uint64_t> group(tiers.size());
+  uint64_t g = 1;
+  for (size_t k = 0; k < tiers.size(); ++k) group[k] = g *= std::max<uint32_t>(1, tiers[k].group_size);
+  const uint32_t per_rail = (gpn + topo_.rails() - 1) / topo_.rails();
+  auto group_nodes = [&](size_t k, uint64_t n) {
+    return std::min<uint64_t>(group[k], nodes - n / group[k] * group[k]);
+  };
+  // Nodes whose transfers have copies at an offset (rank r on GPU r): along dp only, those with
+  // dp 0; along dp_outer only, those with dp_outer 0; along both, replica 0's.
+  std::vector<uint32_t> src_by[3];
+  for (uint32_t r = 0; r < lay.world(); r += gpn) {
+    const bool d0 = lay.coord(r, Dim::kDp) == 0, o0 = lay.coord(r, Dim::kDpOuter) == 0;
+    if (d0) src_by[0].push_back(r / gpn);
+    if (o0) src_by[1].push_back(r / gpn);
+    if (d0 && o0) src_by[2].push_back(r / gpn);
+  }
+  for (uint32_t j = 0; j < outer; ++j)
+    for (uint32_t i = 0; i < dp; ++i) {
+      if (i + j == 0) continue;
+      const uint64_t off_gpus = uint64_t{i} * lay.stride(Dim::kDp) + uint64_t{j} * lay.stride(Dim::kDpOuter);
+      if (off_gpus % gpn != 0) return "";  // replicas share nodes: reported by the caller
+      const uint64_t off = off_gpus / gpn;
+      const std::vector<uint32_t>& src = src_by[j == 0 ? 0 : i == 0 ? 1 : 2];
+      for (size_t k = 0; k < tiers.size(); ++k) {
+        // Do routes between the nodes involved leave tier-k groups (at tier 0 with several rails
+        // also between rails), so that a group's size (its uplinks' capacity) matters?
+        bool used = k == 0 && topo_.rails() > 1 && (!topo_.has_scale_up() || src.size() > 1);
+        for (uint32_t a : src) used = used || a / group[k] != src.front() / group[k];
+        // The shift must map groups to groups one to one: nodes sharing a group keep sharing one,
+        // nodes in different groups stay apart, and (where routes leave them) the image group
+        // is as large as the original.
+        std::unordered_map<uint64_t, uint64_t> fwd, back;
+        for (uint32_t a : src) {
+          if (a + off >= nodes) continue;
+          const uint64_t ga = a / group[k], gb = (a + off) / group[k];
+          const bool consistent = fwd.emplace(ga, gb).first->second == gb && back.emplace(gb, ga).first->second == ga;
+          const bool sized = !used || group_nodes(k, a) == group_nodes(k, a + off);
+          if (!consistent || !sized)
+            return "the data-parallel replicas sit differently in the fabric (node " + std::to_string(a) +
+                   " and its image " + std::to_string(a + off) + " in another replica lie in " +
+                   (consistent ? "groups of different sizes" : "groups that do not correspond") + " of tier '" +
+                   tiers[k].name + "', " + std::to_string(group[k]) + " nodes each); symmetric mode needs each "
+                   "replica to hold whole groups of every tier or lie inside one";
+        }
+        // Tier k + 1's parallel uplinks, crossed where the nodes involved span tier-k groups (at
+        // tier 1 also between rails).
+        if (k + 1 < tiers.size() && tiers[k + 1].uplinks > 1 && used) {
+          if (topo_.uplink_policy() == topo::UplinkPolicy::kFlowHash)
+            return "tier '" + tiers[k + 1].name + "' picks among " + std::to_string(tiers[k + 1].uplinks) +
+                   " uplinks by flow hash (uplink_policy: flow-hash), so a replica's copies take other uplinks "
+                   "than replica 0's (d-mod-k with uplinks dividing a replica's GPUs per rail keeps them alike)";
+          if (off * per_rail % tiers[k + 1].uplinks != 0)
+            return "tier '" + tiers[k + 1].name + "' picks among " + std::to_string(tiers[k + 1].uplinks) +
+                   " uplinks by D-mod-K and replicas " + std::to_string(off) + " nodes apart map to different ones "
+                   "(symmetric mode needs the uplinks to divide the offset between replicas in GPUs per rail, " +
+                   std::to_string(off * per_rail) + ")";
+        }
+      }
+    }
   return "";
 }
 
