@@ -56,7 +56,10 @@ for t in "${targets[@]}"; do
       # A selector byte (0: Kineto, 1: Chakra, 2: execution trace), then a small file of that kind.
       { printf '\000'; printf '%s' '{"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 1, "dur": 9, "args": {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]}}, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 2, "dur": 1, "args": {"correlation": 5}}, {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x32_nt", "pid": 0, "tid": 7, "ts": 4, "dur": 3, "args": {"stream": 7, "correlation": 5}}, {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 8, "ts": 8, "dur": 2, "args": {"stream": 8, "In msg nelems": 4, "Out msg nelems": 4, "dtype": "Float"}}]}'; } > "$corpus/seed-kineto"
       { printf '\001'; cat "$root/tests/data/astra-sim-all-reduce-8npus-1mb/all_reduce.1.et"; } > "$corpus/seed-chakra"
-      { printf '\002'; printf '%s' '{"schema": "1.0.1", "pid": 7, "nodes": [{"name": "nccl:all_reduce", "id": 3, "inputs": [[1, 2, 0, 4, 4, "cuda:0"]]}, {"name": "nccl:all_to_all", "id": 4, "inputs": [[1, 2, 0, 8, 2, "cuda:0"]]}]}'; } > "$corpus/seed-et" ;;
+      { printf '\002'; printf '%s' '{"schema": "1.0.1", "pid": 7, "nodes": [{"name": "nccl:all_reduce", "id": 3, "inputs": [[1, 2, 0, 4, 4, "cuda:0"]]}, {"name": "nccl:all_to_all", "id": 4, "inputs": [[1, 2, 0, 8, 2, "cuda:0"]]}]}'; } > "$corpus/seed-et"
+      for f in "$root"/tests/fuzz/trace-regressions/crash-* "$root"/tests/fuzz/trace-regressions/timeout-*; do
+        [ -e "$f" ] && cp -n "$f" "$corpus"/
+      done ;;
     fuzz_units)
       i=0
       for s in 400Gbps 50GB/s 1.5GiB/s 80GiB 1e9 989TFLOPS 3.8e25FLOP 1.5us 10ms 2h 54d 0.5ns; do

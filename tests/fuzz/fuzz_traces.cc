@@ -1,7 +1,8 @@
 // libFuzzer target: the trace readers on any bytes. The first byte picks the reader: a PyTorch
 // profiler (Kineto) trace, then replayed alone (traces/kineto/kineto.h); a Chakra execution trace,
 // then made a program (traces/chakra/chakra.h); a PyTorch execution trace's collectives
-// (traces/pytorch_et/execution_trace.h). The rest is the file (the readers take paths; gzip'ed or
+// (traces/pytorch_et/execution_trace.h); with bit 2 of the first byte the Kineto trace is read as
+// calibrate reads it, CPU ops and kernel samples included. The rest is the file (the readers take paths; gzip'ed or
 // not). A bad file must end as sim::UserError (one line, exit 2 in the CLI); anything else (an
 // assertion, a signal, a sanitizer report, a timeout, a leak) is a bug. Build and run with
 // scripts/fuzz.sh.
@@ -16,6 +17,7 @@
 #include "sim/error.h"
 #include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
+#include "traces/kineto/samples.h"
 #include "traces/pytorch_et/execution_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -33,6 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         traces::KinetoReadOptions ko;
         ko.ops = (data[0] & 4) != 0;  // calibrate's reading, with the CPU ops
         std::vector<traces::KinetoRank> ranks{traces::read_kineto(path, ko)};
+        if (ko.ops) {  // what calibrate takes from a trace
+          (void)traces::kernel_samples(ranks[0], 0);
+          (void)traces::launch_intervals(ranks[0]);
+          (void)traces::queued_kernel_gaps(ranks[0]);
+        }
         (void)traces::replay_program(ranks);
         break;
       }

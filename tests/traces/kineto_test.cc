@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "sim/config.h"
+#include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
 #include "traces/pytorch_et/execution_trace.h"
 #include "workloads/job/scenario.h"
@@ -210,6 +212,65 @@ TEST(Kineto, ExecutionTracesInAnotherOrderAreRefused) {
   const auto sizes = read_paired_execution_traces(ranks, dlrm_et_files());
   ASSERT_EQ(sizes.size(), 8u);
   EXPECT_EQ(sizes[0].size(), 8u);
+}
+
+// A time no profiler wrote (10^17 us, found by fuzz_traces: its conversion to ns overflowed) is
+// refused, naming the event and the key.
+TEST(Kineto, TimesBeyondTheRangeOfNanosecondsAreRefused) {
+  const fs::path f = fs::temp_directory_path() / "clustersim_huge_dur.json";
+  {
+    std::ofstream o(f);
+    o << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+             "dur": 99999999999999999, "args": {"stream": 7}}]})";
+  }
+  try {
+    read_kineto(f.string());
+    ADD_FAILURE() << "a duration of 10^17 us was accepted";
+  } catch (const sim::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("traceEvents[0]: \"dur\" of 99999999999999999 us is out of range"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove(f);
+}
+
+// Inputs fuzz_traces once failed on (tests/fuzz/trace-regressions: a selector byte, then the file):
+// each is read, or refused with a UserError, as the fuzz target drives the readers.
+TEST(TraceFuzzRegressions, EveryInputIsReadOrRefused) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "fuzz" / "trace-regressions")) {
+    if (e.path().filename() == "README.md") continue;
+    ++n;
+    SCOPED_TRACE(e.path().filename().string());
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    const fs::path f = fs::temp_directory_path() / "clustersim_trace_regression";
+    {
+      std::ofstream o(f, std::ios::binary);
+      o << bytes.substr(1);
+    }
+    try {
+      switch (static_cast<unsigned char>(bytes[0]) % 3) {
+        case 0: {
+          KinetoReadOptions ko;
+          ko.ops = (bytes[0] & 4) != 0;
+          std::vector<KinetoRank> ranks{read_kineto(f.string(), ko)};
+          (void)replay_program(ranks);
+          break;
+        }
+        case 1: {
+          std::vector<ChakraRank> ranks{read_chakra(f.string())};
+          (void)chakra_program(ranks);
+          break;
+        }
+        default: (void)read_et_collectives(f.string()); break;
+      }
+    } catch (const sim::UserError&) {
+    }
+    fs::remove(f);
+  }
+  EXPECT_GE(n, 1u);
 }
 
 TEST(Kineto, OtherFormatsAreNamedNotMisread) {

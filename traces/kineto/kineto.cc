@@ -243,7 +243,15 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   // An event: an object at depth 3 (root object, traceEvents array, the event).
   bool in_event() const { return depth_ == 3 && top_key_ == "traceEvents" && object_.size() == 3 && object_[2]; }
   bool number(double d, int64_t i, bool integer) {
-    auto ns = [&] { return integer ? i * 1000 : std::llround(d * 1000.0); };
+    // Microseconds to nanoseconds. A time beyond 2^62 ns (146 years) is no time a profiler wrote,
+    // and a start plus a duration of such values would overflow: refused, naming the event.
+    auto ns = [&]() -> int64_t {
+      constexpr int64_t kMaxUs = (int64_t{1} << 62) / 1000;
+      if (integer ? (i > kMaxUs || i < -kMaxUs) : !(std::fabs(d) < static_cast<double>(kMaxUs)))
+        throw sim::UserError(path_ + ": traceEvents[" + std::to_string(events_) + "]: \"" + key_ + "\" of " +
+                             (integer ? std::to_string(i) : std::to_string(d)) + " us is out of range");
+      return integer ? i * 1000 : std::llround(d * 1000.0);
+    };
     if (in_event()) {
       if (key_ == "ts") {
         ev_.has_ts = true;
