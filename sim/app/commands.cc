@@ -195,9 +195,6 @@ uint64_t max_memory_bytes(const std::string& text) {
   return static_cast<uint64_t>(b);
 }
 
-// The hint after a trace's "written" line.
-constexpr const char* kOpenInPerfetto = " (open it in https://ui.perfetto.dev)";
-
 int cmd_run(const RunOptions& opt) {
   auto wall0 = std::chrono::steady_clock::now();
   // --seed goes into the document like a --set, so that --resolved records the seed actually used.

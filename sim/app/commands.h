@@ -122,6 +122,8 @@ void write_output(const std::string& path, const std::string& text);
 // The report's closing line for an output file: "<what> written: <path><hint>". Nothing for an
 // output not asked for (empty path), for stdout ("-": it is what stdout holds) or when quiet.
 void say_written(const std::string& path, const char* what, bool quiet, const std::string& hint = "");
+// The hint after a trace's "written" line.
+inline constexpr const char* kOpenInPerfetto = " (open it in https://ui.perfetto.dev)";
 // The outputs of one command as (path, option) pairs: true when one of them is "-" (stdout; the
 // command then prints no report, as with --quiet, so that stdout holds that output alone). A
 // UserError naming the options when two of them are "-".

@@ -287,7 +287,7 @@ int cmd_replay(const ReplayOptions& opt) {
     }
     write_output(opt.json, j.dump(2) + "\n");
   }
-  say_written(opt.trace, "trace", quiet, " (open it in https://ui.perfetto.dev)");
+  say_written(opt.trace, "trace", quiet, kOpenInPerfetto);
   say_written(opt.json, "JSON", quiet);
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "sim/simulation.h"
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
+#include "tests/traces/node_run.h"
 #include "traces/chakra/chakra.h"
 #include "traces/chakra/et_def.pb.h"
 #include "workloads/collectives/cluster_shape.h"
@@ -24,6 +25,8 @@
 namespace traces {
 namespace {
 
+using test_util::run_on_h100_node;
+
 namespace fs = std::filesystem;
 const fs::path kMicro = fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "astra-sim-all-reduce-8npus-1mb";
 
@@ -32,6 +35,7 @@ std::vector<ChakraRank> micro() {
   for (int r = 0; r < 8; ++r) ranks.push_back(read_chakra((kMicro / ("all_reduce." + std::to_string(r) + ".et")).string()));
   return ranks;
 }
+
 
 TEST(Chakra, ReadsAstraSimsAllReduceMicrobenchmark) {
   auto ranks = micro();
@@ -57,12 +61,7 @@ TEST(Chakra, TheMicrobenchmarkRunsInTheRingClosedFormOnADgxH100) {
   // payload): 6.6 + 8.4 + 13.01424 = 28.01424 us.
   wl::JobProgram jp = chakra_program(micro());
   jp.comms[0].algorithm = wl::Algorithm::kRing;
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  topo::Topology t = topo::build_scale_up(8, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), jp);
+  const wl::ProgramRun run = run_on_h100_node(jp, 8);
   ASSERT_TRUE(run.finished) << run.problem;
   EXPECT_NEAR(run.end.seconds() * 1e6, 15 + 1835008.0 / 141e9 * 1e6, 0.002);
 }
@@ -74,12 +73,7 @@ TEST(Chakra, OneTraceAloneKeepsItsCollectivesMeasuredTime) {
   std::vector<ChakraRank> one = {micro()[0]};
   one[0].nodes[0].duration_s = 40e-6;
   const wl::JobProgram jp = chakra_program(one);
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  const topo::Topology t = topo::build_scale_up(8, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), jp);
+  const wl::ProgramRun run = run_on_h100_node(jp, 8);
   ASSERT_TRUE(run.finished) << run.problem;
   EXPECT_EQ(run.end.count_ns(), 40000);
 }

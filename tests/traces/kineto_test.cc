@@ -19,6 +19,7 @@
 #include "topology/catalog.h"
 #include "topology/cluster_resources.h"
 #include "sim/config.h"
+#include "tests/traces/node_run.h"
 #include "traces/chakra/chakra.h"
 #include "traces/kineto/kineto.h"
 #include "traces/pytorch_et/execution_trace.h"
@@ -29,6 +30,8 @@
 
 namespace traces {
 namespace {
+
+using test_util::run_on_h100_node;
 
 namespace fs = std::filesystem;
 
@@ -43,6 +46,7 @@ std::vector<std::string> files_with(const std::string& part) {
 }
 std::vector<std::string> dlrm_files() { return files_with(".pt.trace.json.gz"); }
 std::vector<std::string> dlrm_et_files() { return files_with("dlrm_eg_"); }
+
 
 TEST(Kineto, ReadsTheGpuActivityOfARank) {
   KinetoRank r = read_kineto(dlrm_files()[0]);
@@ -84,12 +88,7 @@ TEST(Kineto, ReplayWithMeasuredCollectivesReproducesEveryRanksIteration) {
   // Rank 0's NCCL kernels run 5,537 us with no other kernel or copy of the rank running (counted
   // microsecond by microsecond over the file's integer timestamps, in Python).
   EXPECT_NEAR(rp.exposed_comm_s[0], 5537e-6, 1e-12);
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  topo::Topology topo = topo::build_scale_up(8, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, topo, gpu, topo::default_profile(gpu), rp.job);
+  const wl::ProgramRun run = run_on_h100_node(rp.job, 8);
   ASSERT_TRUE(run.finished) << run.problem;
   for (uint32_t r = 0; r < 8; ++r) {
     SCOPED_TRACE(r);
@@ -401,12 +400,7 @@ TEST(Kineto, WhatIfScalesEachKernelByItsClass) {
   EXPECT_NEAR(rp.class_replayed_s[0], 50e-6, 1e-15);
   EXPECT_NEAR(rp.class_replayed_s[mem], 2.5e-6, 1e-15);
   EXPECT_NEAR(rp.class_measured_s[0], 100e-6, 1e-15);
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  const topo::Topology t = topo::build_scale_up(1, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  const wl::ProgramRun run = run_on_h100_node(rp.job, 1);
   ASSERT_TRUE(run.finished) << run.problem;
   EXPECT_EQ(run.rank_end[0].count_ns(), 50'000 + 20'000 + 2'500);
 }
@@ -461,12 +455,7 @@ TEST(Kineto, OneTraceKeepsItsCollectivesAsMeasuredInAWhatIf) {
   for (size_t n : rp.class_count) counted += n;
   EXPECT_EQ(counted, 1u);
   EXPECT_EQ(rp.collectives, 1u);
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  const topo::Topology t = topo::build_scale_up(1, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  const wl::ProgramRun run = run_on_h100_node(rp.job, 1);
   ASSERT_TRUE(run.finished) << run.problem;
   EXPECT_EQ(run.rank_end[0].count_ns(), 90'000);
 }
@@ -510,12 +499,7 @@ TEST(Kineto, CollectivesAreMatchedPerRecordedProcessGroup) {
   EXPECT_EQ(mc.instances.size(), 3u);
   const ReplayProgram rp = replay_program(ranks);
   ASSERT_EQ(rp.job.comms.size(), 3u);
-  sim::Simulation sim(1);
-  topo::ScaleUpSpec su;
-  su.kind = topo::ScaleUpKind::kNvSwitch;
-  const topo::Topology t = topo::build_scale_up(4, su);
-  const topo::GpuSpec gpu = topo::find_gpu("h100-sxm");
-  const wl::ProgramRun run = wl::run_program(sim, t, gpu, topo::default_profile(gpu), rp.job);
+  const wl::ProgramRun run = run_on_h100_node(rp.job, 4);
   ASSERT_TRUE(run.finished) << run.problem;
   for (uint32_t r = 0; r < 4; ++r) EXPECT_EQ(run.rank_end[r].count_ns(), 48'000) << r;
   // A rank whose pair ran one collective fewer is refused, naming the group.

@@ -137,10 +137,10 @@ class TrainingStep {
   // Why symmetric mode would not reproduce the expanded run of this step (the first condition
   // that fails), or empty when the data-parallel replicas are provably identical.
   std::string symmetric_problem(const std::vector<uint32_t>& trace_ranks) const;
-  // Where the replicas' copies would see another fabric than replica 0 (see step.cc), why; else "".
-  std::string fabric_asymmetry() const;
 
  private:
+  // Where the replicas' copies would see another fabric than replica 0 (see step.cc), why; else "".
+  std::string fabric_asymmetry() const;
   const topo::Topology& topo_;
   topo::GpuSpec gpu_;
   topo::ClusterResources* res_ = nullptr;  // attach()
