@@ -8,8 +8,11 @@
 #
 # SIZES are GPU counts (multiples of 128; default 1024 2048 4096 8192 16384 131072). Expanded runs
 # above --expanded-max (default 16384) are skipped: at 131,072 GPUs one takes minutes. --repeat N
-# runs each point N times and reports the least user CPU (a shared VM's speed drifts by tens of
-# percent from minute to minute; the least is the run least disturbed) and the largest max RSS.
+# runs every point N times, in rounds (one run of each point per round, so that every point samples
+# the same minutes of a shared VM, whose speed drifts by tens of percent), and reports the median
+# user CPU with the least and the most, and the largest max RSS. With two or more expanded sizes it
+# then gives how the CPU grows from the smallest to the largest, per round and for the medians, as
+# a ratio and as an exponent of the GPU count (N^e).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${CLUSTERSIM_BIN:-$root/build/clustersim}"  # CLUSTERSIM_BIN: another build, for paired runs
@@ -18,42 +21,71 @@ repeat=1
 sizes=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --expanded-max) expanded_max="$2"; shift 2 ;;
+    --expanded-max) expanded_max="${2:-}"; shift $(( $# > 1 ? 2 : 1 )) ;;
     --repeat) repeat="${2:-}"; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "scaling.sh: --repeat needs a whole number >= 1, got '$repeat'" >&2; exit 2; }
+[[ $expanded_max =~ ^[0-9]+$ ]] || { echo "scaling.sh: --expanded-max needs a GPU count, got '$expanded_max'" >&2; exit 2; }
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(1024 2048 4096 8192 16384 131072)
 [[ -x "$bin" ]] || { echo "scaling.sh: build first (scripts/build.sh)" >&2; exit 2; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-echo "| GPUs | fidelity | events | CPU s | events/s | max RSS | step time |"
-echo "|---:|---|---:|---:|---:|---:|---:|"
+points=()
 for gpus in "${sizes[@]}"; do
-  if (( gpus % 128 != 0 )); then echo "scaling.sh: $gpus is not a multiple of 128 (TP8 x PP16)" >&2; exit 2; fi
-  nodes=$((gpus / 8)); dp=$((gpus / 128)); pods=$(( (nodes + 383) / 384 ))
+  if ! [[ $gpus =~ ^[0-9]+$ ]] || (( gpus == 0 || gpus % 128 != 0 )); then
+    echo "scaling.sh: size '$gpus' is not a GPU count that is a multiple of 128 (TP8 x PP16)" >&2; exit 2
+  fi
   for fidelity in expanded symmetric; do
     if [[ $fidelity == expanded ]] && (( gpus > expanded_max )); then continue; fi
-    cpu=""; rss_kb=0
-    for ((k = 0; k < repeat; ++k)); do
-      /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" run "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet \
-        --json "$tmp/out.json" --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
-        --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
-        --set "workload.fidelity=$fidelity"
-      read -r c r < "$tmp/time"
-      if [[ -z $cpu ]] || awk "BEGIN{exit !($c < $cpu)}"; then cpu=$c; fi
-      (( r > rss_kb )) && rss_kb=$r
-    done
-    python3 - "$tmp/out.json" "$gpus" "$fidelity" "$cpu" "$rss_kb" <<'EOF'
-import json, sys
-j = json.load(open(sys.argv[1]))
-gpus, fidelity, cpu, rss = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
-events = j["run"]["events"]
-rate = events / cpu if cpu > 0 else float("nan")
-print(f"| {gpus:,} | {fidelity} | {events/1e6:.2f} M | {cpu:.2f} | {rate/1e6:.2f} M | {rss/1024:.0f} MB | {j['step_time_s']:.4f} s |")
-EOF
+    points+=("$gpus/$fidelity")
   done
 done
+
+# One line per run in $tmp/runs: GPUs, fidelity, round, user CPU s, max RSS KB, events, step time.
+for ((k = 0; k < repeat; ++k)); do
+  for point in "${points[@]}"; do
+    gpus=${point%/*}; fidelity=${point#*/}
+    nodes=$((gpus / 8)); dp=$((gpus / 128)); pods=$(( (nodes + 383) / 384 ))
+    /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" run "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet \
+      --json "$tmp/out.json" --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
+      --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
+      --set "workload.fidelity=$fidelity" > /dev/null
+    read -r cpu rss_kb < "$tmp/time"
+    facts=$(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(j["run"]["events"], j["step_time_s"])' \
+      "$tmp/out.json")
+    echo "$gpus $fidelity $k $cpu $rss_kb $facts" >> "$tmp/runs"
+  done
+done
+
+python3 - "$tmp/runs" <<'PY'
+import math, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    gpus, fidelity, k, cpu, rss, events, step = line.split()
+    runs.setdefault((int(gpus), fidelity), []).append((int(k), float(cpu), int(rss), int(events), float(step)))
+print("| GPUs | fidelity | events | CPU s (median) | CPU s (least-most) | events/s | max RSS | step time |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|")
+for (gpus, fidelity), rs in runs.items():
+    cpus = [r[1] for r in rs]
+    med = statistics.median(cpus)
+    events = rs[0][3]
+    rate = f"{events / med / 1e6:.2f} M" if med > 0 else "n/a"
+    print(f"| {gpus:,} | {fidelity} | {events / 1e6:.2f} M | {med:.2f} | {min(cpus):.2f}-{max(cpus):.2f} | {rate} | "
+          f"{max(r[2] for r in rs) / 1024:.0f} MB | {rs[0][4]:.4f} s |")
+expanded = sorted(g for (g, f) in runs if f == "expanded")
+if len(expanded) >= 2:
+    lo, hi = expanded[0], expanded[-1]
+    a, b = runs[(lo, "expanded")], runs[(hi, "expanded")]
+    def growth(x, y):
+        if x <= 0 or y <= 0:
+            return "n/a (a run took no measurable CPU)"
+        return f"{y / x:.2f}x (N^{math.log(y / x) / math.log(hi / lo):.2f})"
+    print(f"\nExpanded, {lo:,} -> {hi:,} GPUs ({hi / lo:g}x the GPUs, {b[0][3] / a[0][3]:.2f}x the events):")
+    for (k, x, *_), (_, y, *_) in zip(a, b):
+        print(f"  round {k + 1}: {x:.2f} s -> {y:.2f} s, {growth(x, y)}")
+    print(f"  medians: {growth(statistics.median(r[1] for r in a), statistics.median(r[1] for r in b))}")
+PY
