@@ -11,8 +11,8 @@
 # runs every point N times, in rounds (one run of each point per round, so that every point samples
 # the same minutes of a shared VM, whose speed drifts by tens of percent), and reports the median
 # user CPU with the least and the most, and the largest max RSS. With two or more expanded sizes it
-# then gives how the CPU grows from the smallest to the largest, per round and for the medians, as
-# a ratio and as an exponent of the GPU count (N^e).
+# then gives how the CPU grows from the smallest to the largest (and from the next largest to the
+# largest), per round and for the medians, as a ratio and as an exponent of the GPU count (N^e).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${CLUSTERSIM_BIN:-$root/build/clustersim}"  # CLUSTERSIM_BIN: another build, for paired runs
@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --expanded-max) expanded_max="${2:-}"; shift $(( $# > 1 ? 2 : 1 )) ;;
     --repeat) repeat="${2:-}"; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
@@ -77,8 +77,11 @@ for (gpus, fidelity), rs in runs.items():
     print(f"| {gpus:,} | {fidelity} | {events / 1e6:.2f} M | {med:.2f} | {min(cpus):.2f}-{max(cpus):.2f} | {rate} | "
           f"{max(r[2] for r in rs) / 1024:.0f} MB | {rs[0][4]:.4f} s |")
 expanded = sorted(g for (g, f) in runs if f == "expanded")
-if len(expanded) >= 2:
-    lo, hi = expanded[0], expanded[-1]
+# From the smallest expanded size to the largest, and from the next largest to the largest.
+pairs = [(expanded[0], expanded[-1])] if len(expanded) >= 2 else []
+if len(expanded) >= 3:
+    pairs.append((expanded[-2], expanded[-1]))
+for lo, hi in pairs:
     a, b = runs[(lo, "expanded")], runs[(hi, "expanded")]
     def growth(x, y):
         if x <= 0 or y <= 0:

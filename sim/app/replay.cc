@@ -209,6 +209,14 @@ int cmd_replay(const ReplayOptions& opt) {
   }
   std::vector<wl::CriticalPath> paths;
   for (uint32_t r = 0; r < world; ++r) paths.push_back(wl::critical_path(rp.job, run.op_times, r));
+  // Per profiler step (traces that record ProfilerStep#N annotations).
+  std::vector<std::vector<traces::StepTime>> steps(world);
+  bool several_steps = false;
+  if (!chakra)
+    for (uint32_t r = 0; r < world; ++r) {
+      steps[r] = traces::step_times(ranks[r], rp.op_of_activity[r], run.op_times[r]);
+      several_steps = several_steps || steps[r].size() > 1;
+    }
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;
@@ -224,6 +232,19 @@ int cmd_replay(const ReplayOptions& opt) {
     row["replayed_s"] = sim_s;
     row["error"] = err;
     if (!chakra) row["measured_exposed_comm_s"] = rp.exposed_comm_s[r];
+    if (!steps[r].empty()) {
+      nlohmann::ordered_json sj = nlohmann::ordered_json::array();
+      for (const traces::StepTime& st : steps[r]) {
+        nlohmann::ordered_json e;
+        e["step"] = st.number;
+        e["activities"] = st.activities;
+        e["measured_s"] = st.measured_s;
+        e["replayed_s"] = st.replayed_s;
+        e["error"] = st.measured_s > 0 ? st.replayed_s / st.measured_s - 1 : 0.0;
+        sj.push_back(e);
+      }
+      row["steps"] = sj;
+    }
     const wl::CriticalPath& cp = paths[r];
     nlohmann::ordered_json cj;
     cj["length_s"] = cp.length_s;
@@ -236,6 +257,17 @@ int cmd_replay(const ReplayOptions& opt) {
     cj["seconds_on_rank"] = on;
     row["critical_path"] = cj;
     rows.push_back(row);
+  }
+  if (!quiet && several_steps) {
+    std::printf("\nper profiler step (the traces' ProfilerStep#N; on the GPU, a step runs from its first activity's start\n"
+                "to the next step's first, the last one to its last activity's end):\n");
+    std::printf("  %4s  %6s  %10s  %14s  %14s  %8s\n", "rank", "step", "activities", "measured ms", "replayed ms",
+                src ? "change" : "error");
+    for (uint32_t r = 0; r < world; ++r)
+      for (const traces::StepTime& st : steps[r])
+        std::printf("  %4u  %6lld  %10zu  %14.3f  %14.3f  %+7.2f%%\n", r, static_cast<long long>(st.number),
+                    st.activities, st.measured_s * 1e3, st.replayed_s * 1e3,
+                    st.measured_s > 0 ? (st.replayed_s / st.measured_s - 1) * 100 : 0.0);
   }
   if (!quiet) {
     // Why each rank ended when it did (workloads/program/critical_path.h).

@@ -491,6 +491,86 @@ KinetoRank tp_rank(uint32_t r) {
   return k;
 }
 
+// One trace replayed on one H100 with its ops' times kept, timed per profiler step.
+std::vector<StepTime> replayed_steps(const KinetoRank& r) {
+  const ReplayProgram rp = replay_program({r});
+  wl::ExecutorOptions eo;
+  eo.record_op_times = true;
+  const wl::ProgramRun run = run_on_h100_node(rp.job, 1, eo);
+  EXPECT_TRUE(run.finished) << run.problem;
+  if (!run.finished) return {};
+  return step_times(r, rp.op_of_activity[0], run.op_times[0]);
+}
+
+TEST(Kineto, StepsFollowTheLaunchesNotTheGpuClock) {
+  // Two profiler steps on the host, 0-100 us and 100-200 us. Kernel a (20-50 us) and kernel b
+  // (110-150 us) are launched in step 1 (runtime calls at 10 and 90 us), b running after step 2
+  // began on the host; kernel c (160-180 us) in step 2 (call at 150 us); kernel d has no runtime
+  // call and belongs to no step. "ProfilerStep#x" is not a step. Step 1 runs on the GPU from a's
+  // start to c's, 140 us; step 2, the last, from c's start to its end, 20 us. One trace alone
+  // replays its measured times, so the replay gives the same.
+  const fs::path f = fs::temp_directory_path() / "clustersim_steps.json";
+  {
+    std::ofstream o(f);
+    o << R"({"traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#x", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2,
+       "args": {"correlation": 1}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 90, "dur": 2,
+       "args": {"correlation": 2}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 150, "dur": 2,
+       "args": {"correlation": 3}},
+      {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {"stream": 7, "correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 110, "dur": 40, "args": {"stream": 7, "correlation": 2}},
+      {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 160, "dur": 20, "args": {"stream": 7, "correlation": 3}},
+      {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 185, "dur": 5, "args": {"stream": 7, "correlation": 9}}
+    ]})";
+  }
+  const KinetoRank r = read_kineto(f.string());
+  fs::remove(f);
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].number, 1);
+  EXPECT_EQ(r.steps[1].number, 2);
+  ASSERT_EQ(r.activity.size(), 4u);
+  EXPECT_EQ(r.activity[0].step, 0);
+  EXPECT_EQ(r.activity[1].step, 0);
+  EXPECT_EQ(r.activity[2].step, 1);
+  EXPECT_EQ(r.activity[3].step, -1);
+  EXPECT_EQ(r.activity[1].launch_ns, 90'000);
+  const std::vector<StepTime> st = replayed_steps(r);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].number, 1);
+  EXPECT_EQ(st[0].activities, 2u);
+  EXPECT_DOUBLE_EQ(st[0].measured_s, 140e-6);
+  EXPECT_NEAR(st[0].replayed_s, 140e-6, 1e-12);
+  EXPECT_EQ(st[1].number, 2);
+  EXPECT_EQ(st[1].activities, 1u);
+  EXPECT_DOUBLE_EQ(st[1].measured_s, 20e-6);
+  EXPECT_NEAR(st[1].replayed_s, 20e-6, 1e-12);
+}
+
+TEST(Kineto, ProfilerStepsOfHtasSampleAreTimedPerStep) {
+  // HTA's A100 sample records three steps (ProfilerStep#4-6). Read with Python's json: each of the
+  // 3,774 GPU activities has a runtime call (by args.correlation) inside one step's span, 1,258 per
+  // step; the steps' first activities start at 4458676422880.181, 4458676644934.992 and
+  // 4458676864667.147 us and the last activity ends at 4458677083431.187 us: 222.054812,
+  // 219.732155 and 218.764040 ms. One trace alone replays as measured.
+  const KinetoRank r = read_kineto(
+      (fs::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "data" / "hta-a100-nccl" / "nccl_data.json.gz").string());
+  ASSERT_EQ(r.steps.size(), 3u);
+  const std::vector<StepTime> st = replayed_steps(r);
+  ASSERT_EQ(st.size(), 3u);
+  const double expected_ms[3] = {222.054812, 219.732155, 218.764040};
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(st[k].number, static_cast<int64_t>(4 + k));
+    EXPECT_EQ(st[k].activities, 1258u);
+    EXPECT_NEAR(st[k].measured_s * 1e3, expected_ms[k], 2e-6) << k;  // a few ns of rounding from us
+    EXPECT_NEAR(st[k].replayed_s, st[k].measured_s, 1e-9) << k;
+  }
+}
+
 TEST(Kineto, CollectivesAreMatchedPerRecordedProcessGroup) {
   std::vector<KinetoRank> ranks;
   for (uint32_t r = 0; r < 4; ++r) ranks.push_back(tp_rank(r));

@@ -4,12 +4,14 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/log.h"
 #include "sim/error.h"
 #include "traces/gz_file.h"
+#include "workloads/program/executor.h"
 
 namespace traces {
 
@@ -192,19 +194,31 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   bool saw_events() const { return saw_events_; }
   bool execution_trace() const { return saw_nodes_ && saw_schema_; }
   const std::string& schema() const { return schema_; }
-  // Links each kept activity to the innermost shaped CPU op around its launching runtime call.
+  // Links each activity to the runtime call that launched it (its time and thread), the profiler
+  // step around that call and, with ops kept, the innermost shaped CPU op around it.
   void link_launches() {
-    if (!keep_ops_) return;
+    std::stable_sort(out_.steps.begin(), out_.steps.end(),
+                     [](const ProfilerStep& a, const ProfilerStep& b) { return a.start_ns < b.start_ns; });
+    // By correlation id; of two calls with one id, the later in the file (as a map would keep).
+    std::stable_sort(launches_.begin(), launches_.end(),
+                     [](const Launch& a, const Launch& b) { return a.correlation < b.correlation; });
     std::vector<uint32_t> by_start(out_.ops.size());
     for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
     std::stable_sort(by_start.begin(), by_start.end(),
                      [&](uint32_t a, uint32_t b) { return out_.ops[a].start_ns < out_.ops[b].start_ns; });
     for (size_t i = 0; i < out_.activity.size(); ++i) {
-      auto call = launches_.find(correlation_[i]);
-      if (correlation_[i] < 0 || call == launches_.end()) continue;
-      const auto [t, tid] = call->second;
+      if (correlation_[i] < 0) continue;
+      auto call = std::upper_bound(launches_.begin(), launches_.end(), correlation_[i],
+                                   [](int64_t c, const Launch& l) { return c < l.correlation; });
+      if (call == launches_.begin() || (call - 1)->correlation != correlation_[i]) continue;
+      const int64_t t = (call - 1)->ts_ns, tid = (call - 1)->tid;
       out_.activity[i].launch_ns = t;
       out_.activity[i].launch_tid = tid;
+      auto step = std::upper_bound(out_.steps.begin(), out_.steps.end(), t,
+                                   [](int64_t x, const ProfilerStep& st) { return x < st.start_ns; });
+      if (step != out_.steps.begin() && t <= (step - 1)->end_ns)
+        out_.activity[i].step = static_cast<int32_t>(step - 1 - out_.steps.begin());
+      if (!keep_ops_) continue;
       // The latest-starting op on the call's thread that encloses it (nested ops start later).
       auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
                                  [&](int64_t x, uint32_t o) { return x < out_.ops[o].start_ns; });
@@ -301,7 +315,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       if (out_.host_pid < 0 && ev_.has_pid &&
           (cat == "cpu_op" || cat == "Operator" || cat == "cuda_runtime" || cat == "Runtime"))
         out_.host_pid = ev_.pid;
-      if (keep_ops_) keep_cpu_side();
+      keep_cpu_side();
       return;
     }
     auto where = [&] { return path_ + ": traceEvents[" + std::to_string(index) + "] (" + cat + ")"; };
@@ -322,7 +336,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       a.bytes = static_cast<double>(ev_.bytes);
     }
     out_.activity.push_back(std::move(a));
-    if (keep_ops_) correlation_.push_back(ev_.correlation);
+    correlation_.push_back(ev_.correlation);
   }
   // The index of the event's process group in out_.groups (added on first sight).
   template <class Where>
@@ -356,11 +370,31 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
     out_.groups.push_back(std::move(pg));
     return static_cast<int32_t>(out_.groups.size() - 1);
   }
-  // CPU ops that record shapes, and runtime calls that launch GPU work (by correlation id).
+  // Profiler steps, runtime calls that launch GPU work (by correlation id) and, with ops kept,
+  // CPU ops that record shapes.
   void keep_cpu_side() {
-    if (!ev_.has_ts || !ev_.has_tid) return;
+    if (!ev_.has_ts) return;
     const std::string& cat = ev_.cat;
-    if ((cat == "cpu_op" || cat == "Operator") && ev_.has_dur && !ev_.dims.empty()) {
+    static constexpr std::string_view kStep = "ProfilerStep#";
+    // (PyTorch before 2.0 wrote the annotation as a CPU op.)
+    if ((cat == "user_annotation" || cat == "cpu_op" || cat == "Operator") && ev_.has_dur &&
+        ev_.name.starts_with(kStep)) {
+      ProfilerStep st;
+      const std::string digits = ev_.name.substr(kStep.size());
+      size_t used = 0;
+      try {
+        st.number = std::stoll(digits, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != digits.size()) return;  // not a step's annotation after all
+      st.start_ns = ev_.ts_ns;
+      st.end_ns = ev_.ts_ns + ev_.dur_ns;
+      out_.steps.push_back(st);
+      return;
+    }
+    if (!ev_.has_tid) return;
+    if (keep_ops_ && (cat == "cpu_op" || cat == "Operator") && ev_.has_dur && !ev_.dims.empty()) {
       CpuOp op;
       op.name = ev_.name;
       op.start_ns = ev_.ts_ns;
@@ -370,7 +404,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
       op.types = std::move(ev_.types);
       out_.ops.push_back(std::move(op));
     } else if ((cat == "cuda_runtime" || cat == "Runtime" || cat == "cuda_driver") && ev_.correlation >= 0) {
-      launches_[ev_.correlation] = {ev_.ts_ns, ev_.tid};
+      launches_.push_back(Launch{ev_.correlation, ev_.ts_ns, ev_.tid});
     }
   }
   // Bytes per element of a PyTorch dtype as the profiler names it ("Float", "BFloat16", ...).
@@ -391,8 +425,11 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   size_t events_ = 0;
   const bool keep_ops_;
   int list_ = 0;                       // inside args."Input Dims" (1) or args."Input type" (2)
-  std::vector<int64_t> correlation_;   // per activity, with keep_ops_
-  std::map<int64_t, std::pair<int64_t, int64_t>> launches_;  // correlation -> runtime call (ts, tid)
+  std::vector<int64_t> correlation_;  // per activity
+  struct Launch {
+    int64_t correlation, ts_ns, tid;
+  };
+  std::vector<Launch> launches_;  // the runtime calls that launch GPU work
   bool failed_ = false, saw_events_ = false, saw_nodes_ = false, saw_schema_ = false;
 };
 
@@ -589,6 +626,7 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
     c.members = g.ranks;
     jp.add_comm(c);
   }
+  out.op_of_activity.resize(world);
   for (size_t r = 0; r < world; ++r) {
     const KinetoRank& kr = ranks[r];
     wl::Program p;
@@ -672,6 +710,7 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
         out.class_replayed_s[ci] += op.seconds;
       }
       const uint32_t idx = p.add(op);
+      out.op_of_activity[r].push_back(idx);
       stream_end[s] = std::max(stream_end[s], a.start_ns + a.dur_ns);
       done.push_back(Done{a.start_ns + a.dur_ns, idx, s});
     }
@@ -681,6 +720,48 @@ ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayO
     out.measured_s.push_back(static_cast<double>(kr.last_end_ns() - kr.first_ns()) * 1e-9);
     out.exposed_comm_s.push_back(exposed_communication_s(kr));
     out.offset_s.push_back(static_cast<double>(kr.first_ns() - out.t0_ns) * 1e-9);
+  }
+  return out;
+}
+
+std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint32_t>& op_of_activity,
+                                 const std::vector<wl::OpTimes>& op_times) {
+  struct Span {
+    int64_t first = INT64_MAX, last = INT64_MIN;  // measured: first start, last end
+    sim::Time rfirst = sim::Time::infinite(), rlast = sim::Time::zero();  // replayed
+    size_t n = 0;
+  };
+  std::vector<Span> spans(rank.steps.size());
+  for (size_t i = 0; i < rank.activity.size() && i < op_of_activity.size(); ++i) {
+    const GpuActivity& a = rank.activity[i];
+    if (a.step < 0 || static_cast<size_t>(a.step) >= spans.size() || op_of_activity[i] >= op_times.size()) continue;
+    const wl::OpTimes& t = op_times[op_of_activity[i]];
+    if (t.end == sim::Time::infinite()) continue;  // not run (an incomplete replay)
+    Span& sp = spans[static_cast<size_t>(a.step)];
+    sp.first = std::min(sp.first, a.start_ns);
+    sp.last = std::max(sp.last, a.start_ns + a.dur_ns);
+    sp.rfirst = std::min(sp.rfirst, t.start);
+    sp.rlast = std::max(sp.rlast, t.end);
+    ++sp.n;
+  }
+  std::vector<StepTime> out;
+  std::vector<size_t> with;  // steps that launched activities
+  for (size_t k = 0; k < spans.size(); ++k)
+    if (spans[k].n > 0) with.push_back(k);
+  for (size_t j = 0; j < with.size(); ++j) {
+    const Span& sp = spans[with[j]];
+    StepTime st;
+    st.number = rank.steps[with[j]].number;
+    st.activities = sp.n;
+    if (j + 1 < with.size()) {
+      const Span& next = spans[with[j + 1]];
+      st.measured_s = static_cast<double>(next.first - sp.first) * 1e-9;
+      st.replayed_s = (next.rfirst - sp.rfirst).seconds();
+    } else {
+      st.measured_s = static_cast<double>(sp.last - sp.first) * 1e-9;
+      st.replayed_s = (sp.rlast - sp.rfirst).seconds();
+    }
+    out.push_back(st);
   }
   return out;
 }

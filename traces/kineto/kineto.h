@@ -36,6 +36,9 @@
 namespace sim {
 class Log;
 }
+namespace wl {
+struct OpTimes;  // workloads/program/executor.h
+}
 
 namespace traces {
 
@@ -61,6 +64,16 @@ struct GpuActivity {
   // kCollective: its name says which collective it runs (ncclKernel_AllReduce_...); false for an
   // NCCL kernel of another kind, taken as an all-reduce.
   bool kind_known = false;
+  // The profiler step (KinetoRank::steps) whose span holds the runtime call that launched it;
+  // -1 when the trace has no steps or no such call.
+  int32_t step = -1;
+};
+
+// A profiler step: the host's "ProfilerStep#N" annotation (torch.profiler's schedule writes one
+// per step it records), on the host's clock.
+struct ProfilerStep {
+  int64_t number = 0;  // N
+  int64_t start_ns = 0, end_ns = 0;
 };
 
 struct ProcessGroup {
@@ -83,6 +96,7 @@ struct KinetoRank {
   std::vector<GpuActivity> activity;  // by start time
   std::vector<CpuOp> ops;             // with KinetoReadOptions::ops
   std::vector<ProcessGroup> groups;   // the process groups its NCCL kernels name
+  std::vector<ProfilerStep> steps;    // by start time
   std::string device;                 // deviceProperties[0].name ("NVIDIA H100 80GB HBM3"); "" when absent
   int64_t host_pid = -1;              // the pid of its first host event (CPU op, runtime call); -1: none
   int64_t first_ns() const { return activity.empty() ? 0 : activity.front().start_ns; }
@@ -93,6 +107,7 @@ struct KinetoReadOptions {
   // Keep the CPU ops that record shapes and link each GPU activity to the innermost such op
   // around the runtime call that launched it (the call's args.correlation is the activity's; the
   // call runs inside the op on the op's thread). For calibration; replay does not need them.
+  // (Every activity's launch time and step are found either way.)
   bool ops = false;
   sim::Log* log = nullptr;  // diagnostics: what was read (sim/log.h); null: none
 };
@@ -157,6 +172,7 @@ struct ReplayProgram {
   std::vector<double> offset_s;      // per rank: its first activity's start after t0
   std::vector<double> exposed_comm_s;  // per rank, measured: time a collective ran while no other GPU work did
   size_t collectives = 0;            // per rank
+  std::vector<std::vector<uint32_t>> op_of_activity;  // per rank, per KinetoRank::activity: its op
   // Over all ranks, by MeasuredClass: measured GPU activities (not collectives), their measured
   // and replayed seconds (they differ with ReplayOptions::scaling).
   size_t class_count[kMeasuredClasses] = {};
@@ -188,6 +204,19 @@ std::vector<std::vector<EtCollective>> read_paired_execution_traces(const std::v
 // `ranks` in rank order (ranks[i].rank == i when recorded). Throws sim::UserError when the ranks
 // cannot be matched (different numbers of NCCL kernels, a missing or repeated rank).
 ReplayProgram replay_program(const std::vector<KinetoRank>& ranks, const ReplayOptions& opt = {});
+
+// Per profiler step of a rank (KinetoRank::steps) that launched GPU activities, in step order:
+// how long it took on the GPU, measured and replayed. A step runs from its first activity's start
+// to the next such step's first activity's start; the last one to the end of its last activity.
+// `op_times` are the replayed rank's (ExecutorOptions::record_op_times), `op_of_activity` its
+// ReplayProgram::op_of_activity. Empty when no activity is known to belong to a step.
+struct StepTime {
+  int64_t number = 0;  // ProfilerStep#N
+  size_t activities = 0;
+  double measured_s = 0, replayed_s = 0;
+};
+std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint32_t>& op_of_activity,
+                                 const std::vector<wl::OpTimes>& op_times);
 
 // The measured activities as trace spans beside the replay: process `first_process + r` ("rank r
 // measured"), one thread per GPU stream (numbered as replay_program numbers them), times from t0.
