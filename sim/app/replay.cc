@@ -163,7 +163,18 @@ int cmd_replay(const ReplayOptions& opt) {
   for (uint32_t r = 0; r < world; ++r) eo.trace_ranks.push_back(r);
   eo.record_op_times = true;  // for the critical paths
   const wl::ProgramRun run = wl::run_program(sim, topo, gpu, profile, rp.job, eo);
-  if (!chakra) traces::emit_measured(ranks, rp.t0_ns, world, sim.observers());  // beside the replay
+  // Per profiler step (traces that record ProfilerStep#N annotations).
+  std::vector<std::vector<traces::StepTime>> steps(world);
+  bool several_steps = false;
+  if (!chakra && run.finished)
+    for (uint32_t r = 0; r < world; ++r) {
+      steps[r] = traces::step_times(ranks[r], rp.op_of_activity[r], run.op_times[r]);
+      several_steps = several_steps || steps[r].size() > 1;
+    }
+  if (!chakra) {
+    traces::emit_measured(ranks, rp.t0_ns, world, sim.observers());  // beside the replay
+    for (uint32_t r = 0; r < world; ++r) traces::emit_steps(steps[r], rp.t0_ns, r, world + r, sim.observers());
+  }
   sim.finish();
   if (!run.finished) {
     std::fprintf(stderr, "clustersim: the replay did not complete: %s\n", run.problem.c_str());
@@ -209,14 +220,6 @@ int cmd_replay(const ReplayOptions& opt) {
   }
   std::vector<wl::CriticalPath> paths;
   for (uint32_t r = 0; r < world; ++r) paths.push_back(wl::critical_path(rp.job, run.op_times, r));
-  // Per profiler step (traces that record ProfilerStep#N annotations).
-  std::vector<std::vector<traces::StepTime>> steps(world);
-  bool several_steps = false;
-  if (!chakra)
-    for (uint32_t r = 0; r < world; ++r) {
-      steps[r] = traces::step_times(ranks[r], rp.op_of_activity[r], run.op_times[r]);
-      several_steps = several_steps || steps[r].size() > 1;
-    }
   for (uint32_t r = 0; r < world; ++r) {
     const double sim_s = run.rank_end[r].seconds() - rp.offset_s[r];
     const double err = rp.measured_s[r] > 0 ? sim_s / rp.measured_s[r] - 1 : 0;

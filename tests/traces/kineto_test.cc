@@ -549,6 +549,24 @@ TEST(Kineto, StepsFollowTheLaunchesNotTheGpuClock) {
   EXPECT_EQ(st[1].activities, 1u);
   EXPECT_DOUBLE_EQ(st[1].measured_s, 20e-6);
   EXPECT_NEAR(st[1].replayed_s, 20e-6, 1e-12);
+  // Drawn as spans on a "profiler steps" thread: measured from t0 = 20 us (a's start), so step 1
+  // at 0-140 us and step 2 at 140-160 us, in the replayed and the measured process alike.
+  struct Spans : sim::Observer {
+    std::vector<std::string> threads, lines;
+    void on_thread(uint32_t p, uint32_t t, std::string_view name) override {
+      if (t == kStepsThread) threads.push_back(std::to_string(p) + " " + std::string(name));
+    }
+    void on_span(const sim::SpanRecord& r, const sim::NameTable& names) override {
+      lines.push_back(std::to_string(r.process) + " " + names.name(r.name) + " " + std::to_string(r.start.count_ns()) +
+                      "-" + std::to_string(r.end.count_ns()));
+    }
+  } spans;
+  sim::ObserverBus bus;
+  bus.attach(&spans);
+  emit_steps(st, 20'000, 0, 1, bus);
+  EXPECT_EQ(spans.threads, (std::vector<std::string>{"0 profiler steps", "1 profiler steps"}));
+  EXPECT_EQ(spans.lines, (std::vector<std::string>{"0 ProfilerStep#1 0-140000", "1 ProfilerStep#1 0-140000",
+                                                   "0 ProfilerStep#2 140000-160000", "1 ProfilerStep#2 140000-160000"}));
 }
 
 TEST(Kineto, ProfilerStepsOfHtasSampleAreTimedPerStep) {

@@ -753,17 +753,37 @@ std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint3
     StepTime st;
     st.number = rank.steps[with[j]].number;
     st.activities = sp.n;
-    if (j + 1 < with.size()) {
-      const Span& next = spans[with[j + 1]];
-      st.measured_s = static_cast<double>(next.first - sp.first) * 1e-9;
-      st.replayed_s = (next.rfirst - sp.rfirst).seconds();
-    } else {
-      st.measured_s = static_cast<double>(sp.last - sp.first) * 1e-9;
-      st.replayed_s = (sp.rlast - sp.rfirst).seconds();
-    }
+    st.measured_start_ns = sp.first;
+    st.replayed_start = sp.rfirst;
+    const bool last = j + 1 == with.size();
+    st.measured_end_ns = last ? sp.last : spans[with[j + 1]].first;
+    st.replayed_end = last ? sp.rlast : spans[with[j + 1]].rfirst;
+    st.measured_s = static_cast<double>(st.measured_end_ns - st.measured_start_ns) * 1e-9;
+    st.replayed_s = (st.replayed_end - st.replayed_start).seconds();
     out.push_back(st);
   }
   return out;
+}
+
+void emit_steps(const std::vector<StepTime>& steps, int64_t t0_ns, uint32_t replayed_process,
+                int64_t measured_process, sim::ObserverBus& bus) {
+  if (!bus.active() || steps.empty()) return;
+  bus.declare_thread(replayed_process, kStepsThread, "profiler steps");
+  if (measured_process >= 0) bus.declare_thread(static_cast<uint32_t>(measured_process), kStepsThread, "profiler steps");
+  for (const StepTime& st : steps) {
+    sim::SpanRecord s;
+    s.thread = kStepsThread;
+    s.name = bus.names().intern("ProfilerStep#" + std::to_string(st.number));
+    s.process = replayed_process;
+    s.start = st.replayed_start;
+    s.end = st.replayed_end;
+    bus.span(s);
+    if (measured_process < 0) continue;
+    s.process = static_cast<uint32_t>(measured_process);
+    s.start = sim::Time::ns(st.measured_start_ns - t0_ns);
+    s.end = sim::Time::ns(st.measured_end_ns - t0_ns);
+    bus.span(s);
+  }
 }
 
 void emit_measured(const std::vector<KinetoRank>& ranks, int64_t t0_ns, uint32_t first_process, sim::ObserverBus& bus) {

@@ -214,9 +214,19 @@ struct StepTime {
   int64_t number = 0;  // ProfilerStep#N
   size_t activities = 0;
   double measured_s = 0, replayed_s = 0;
+  // Where it starts and ends: measured on the trace's clock, replayed in simulated time.
+  int64_t measured_start_ns = 0, measured_end_ns = 0;
+  sim::Time replayed_start, replayed_end;
 };
 std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint32_t>& op_of_activity,
                                  const std::vector<wl::OpTimes>& op_times);
+
+// The steps as spans ("ProfilerStep#N") on a thread of their own, kStepsThread, named "profiler
+// steps": in process `replayed_process` at their replayed times and, unless it is negative, in
+// `measured_process` at their measured times less t0_ns (as emit_measured draws them).
+inline constexpr uint32_t kStepsThread = 1u << 20;  // after any stream's thread
+void emit_steps(const std::vector<StepTime>& steps, int64_t t0_ns, uint32_t replayed_process,
+                int64_t measured_process, sim::ObserverBus& bus);
 
 // The measured activities as trace spans beside the replay: process `first_process + r` ("rank r
 // measured"), one thread per GPU stream (numbered as replay_program numbers them), times from t0.
