@@ -1157,16 +1157,23 @@ TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   CliResult r = run(traced);
   ASSERT_EQ(r.status, 0) << r.err;
   // The trace holds the measured activities beside the replay: rank 0's 261 GPU activities (245
-  // kernels, 16 memcpys) on process 8, "rank 0 measured"; idle gaps are not drawn.
+  // kernels, 16 memcpys) on process 8, "rank 0 measured"; idle gaps are not drawn. Its one
+  // profiler step, ProfilerStep#10, is a span on the "profiler steps" thread (tid 2^20) of both.
   const json tr = read_json("rep.trace.json");
   size_t measured0 = 0;
   std::string name8;
+  std::vector<std::string> steps0;
   for (const auto& e : tr["traceEvents"]) {
-    if (e["ph"] == "X" && e["pid"] == 8) ++measured0;
+    const bool step = e["tid"] == 1048576;
+    if (e["ph"] == "X" && e["pid"] == 8 && !step) ++measured0;
+    if (e["ph"] == "X" && step && (e["pid"] == 0 || e["pid"] == 8))
+      steps0.push_back(std::to_string(e["pid"].get<int>()) + " " + e["name"].get<std::string>());
     if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 8) name8 = e["args"]["name"];
   }
   EXPECT_EQ(measured0, 261u);
   EXPECT_EQ(name8, "rank 0 measured");
+  std::sort(steps0.begin(), steps0.end());
+  EXPECT_EQ(steps0, (std::vector<std::string>{"0 ProfilerStep#10", "8 ProfilerStep#10"}));
   json m = read_json("m.json");
   EXPECT_EQ(m["collectives"], "measured");
   ASSERT_EQ(m["ranks"].size(), 8u);
