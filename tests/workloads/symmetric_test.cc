@@ -19,21 +19,20 @@
 namespace wl {
 namespace {
 
+// `nodes` nodes of 8 H100 (NVSwitch) on a fat-tree of 400 Gb/s NICs: `tiers` are its tier lines,
+// `extra` more scale_out keys (each a line).
+std::string fat_tree(int nodes, const std::string& tiers, const std::string& extra = "") {
+  return "\ncluster:\n  gpu: h100-sxm\n  nodes: " + std::to_string(nodes) +
+         "\n  gpus_per_node: 8\n  scale_up: {kind: nvswitch}\n  scale_out:\n    kind: fat-tree\n"
+         "    nic_bandwidth: 400Gbps\n" +
+         extra + "    tiers:\n" + tiers;
+}
+
 // 16 nodes of 8 H100 in racks of 4 nodes under one spine with 1:4 oversubscription: a rack's
 // uplink carries 4 x 8 x 50 GB/s / 4 = 400 GB/s.
-constexpr const char* kCluster = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 16
-  gpus_per_node: 8
-  scale_up: {kind: nvswitch}
-  scale_out:
-    kind: fat-tree
-    nic_bandwidth: 400Gbps
-    tiers:
-      - {name: rack, nodes: 4}
-      - {name: spine, racks: 4, oversubscription: 4}
-)";
+std::string standard_cluster() {
+  return fat_tree(16, "      - {name: rack, nodes: 4}\n      - {name: spine, racks: 4, oversubscription: 4}\n");
+}
 
 struct Outcome {
   StepResult step;
@@ -42,7 +41,7 @@ struct Outcome {
 };
 
 Outcome run(const std::string& workload, const std::vector<std::string>& overrides = {},
-            const std::string& cluster = kCluster) {
+            const std::string& cluster = standard_cluster()) {
   auto doc = sim::ConfigDoc::load_string(std::string("name: sym\nseed: 1\n") + cluster + workload, "sym.yaml");
   for (const auto& o : overrides) doc.apply_override(o);
   Outcome out;
@@ -200,20 +199,10 @@ void expect_same_step(const StepResult& ex, const StepResult& sy) {
 // (7 x 2 = 14 of the 8 x 2 + 4 x 2 = 24 fabric links), while each pod's uplink is shared by two
 // replicas and stays, loaded by the copies. The DP ring and the pipeline sends cross both tiers.
 TEST(SymmetricMode, RacksFoldWhilePodsStayShared) {
-  const std::string cluster = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 16
-  gpus_per_node: 8
-  scale_up: {kind: nvswitch}
-  scale_out:
-    kind: fat-tree
-    nic_bandwidth: 400Gbps
-    tiers:
-      - {name: rack, nodes: 2}
-      - {name: pod, racks: 2, oversubscription: 2}
-      - {name: spine, pods: 4, oversubscription: 2}
-)";
+  const std::string cluster = fat_tree(16,
+                                       "      - {name: rack, nodes: 2}\n"
+                                       "      - {name: pod, racks: 2, oversubscription: 2}\n"
+                                       "      - {name: spine, pods: 4, oversubscription: 2}\n");
   const std::string w = std::string("workload:\n  kind: training\n") + kModel +
                         "  parallelism: {tp: 8, pp: 2, dp: 8, data_parallel: zero2}\n  schedule: {kind: 1f1b}\n";
   const StepResult ex = step_on(cluster, w, "expanded"), sy = step_on(cluster, w, "symmetric");
@@ -255,19 +244,8 @@ cluster:
 // against 217.504243 ms, exposed pp 0.9205 ms against 0.9226 ms); it is refused, naming the fabric,
 // and auto runs it expanded, giving the expanded run's step exactly.
 TEST(SymmetricMode, ReplicasStraddlingLeafGroupsAreRefused) {
-  const std::string cluster = R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 8
-  gpus_per_node: 8
-  scale_up: {kind: nvswitch}
-  scale_out:
-    kind: fat-tree
-    nic_bandwidth: 400Gbps
-    tiers:
-      - {name: leaf, nodes: 3}
-      - {name: spine, leafs: 3, oversubscription: 2}
-)";
+  const std::string cluster =
+      fat_tree(8, "      - {name: leaf, nodes: 3}\n      - {name: spine, leafs: 3, oversubscription: 2}\n");
   const std::string w = std::string("workload:\n  kind: training\n") + kModel +
                         "  parallelism: {tp: 8, pp: 2, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n";
   const Outcome refused = run(w, {"workload.fidelity=symmetric"}, cluster);
@@ -287,19 +265,10 @@ cluster:
 // flow hash): refused.
 TEST(SymmetricMode, UplinksChosenDifferentlyPerReplicaAreRefused) {
   auto cluster = [](const char* uplinks, const char* policy) {
-    return std::string(R"(
-cluster:
-  gpu: h100-sxm
-  nodes: 16
-  gpus_per_node: 8
-  scale_up: {kind: nvswitch}
-  scale_out:
-    kind: fat-tree
-    nic_bandwidth: 400Gbps
-    uplink_policy: )") + policy + R"(
-    tiers:
-      - {name: leaf, nodes: 2}
-      - {name: spine, leafs: 8, oversubscription: 2, uplinks: )" + uplinks + "}\n";
+    return fat_tree(16,
+                    std::string("      - {name: leaf, nodes: 2}\n      - {name: spine, leafs: 8, oversubscription: 2, "
+                                "uplinks: ") + uplinks + "}\n",
+                    std::string("    uplink_policy: ") + policy + "\n");
   };
   const std::string w = std::string("workload:\n  kind: training\n") + kModel +
                         "  parallelism: {tp: 8, pp: 4, dp: 4, data_parallel: ddp}\n  schedule: {kind: 1f1b}\n";
@@ -363,7 +332,7 @@ TEST(SymmetricMode, AStragglerIsRefusedNamingTheCondition) {
 }
 
 TEST(SymmetricMode, ATracedRankOutsideReplicaZeroIsRefused) {
-  auto doc_text = std::string("name: sym\nseed: 1\n") + kCluster + kPlain;
+  auto doc_text = std::string("name: sym\nseed: 1\n") + standard_cluster() + kPlain;
   auto doc = sim::ConfigDoc::load_string(doc_text, "sym.yaml");
   doc.apply_override("workload.fidelity=symmetric");
   Scenario sc = bind_scenario(std::move(doc), "sym", true);
