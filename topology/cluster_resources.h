@@ -63,6 +63,9 @@ class ClusterResources : public sim::ConstraintWatcher, public sim::ConstraintNa
   sim::ConstraintId link(uint32_t link_index) const {
     return sim::ConstraintId(link_constraint_.empty() ? first_constraint_ + link_index : link_constraint_[link_index]);
   }
+  // Topology::node_link_stride in constraint ids: how far apart the constraints of a route inside
+  // node k and of the same route inside node 0 are, when every link is modelled (0 otherwise).
+  uint32_t node_constraint_stride() const { return link_constraint_.empty() ? topo_.node_link_stride() : 0; }
   bool has_link(uint32_t link_index) const {
     return link_constraint_.empty() || link_constraint_[link_index] != kNoConstraint;
   }

@@ -188,6 +188,14 @@ class Topology {
   // A cluster whose nodes have a scale-up switch: traffic between two GPUs of a node stays on it
   // (without one it goes out through the NICs, across rails through the fabric).
   bool has_scale_up() const { return has_scale_up_; }
+  // Routes inside a node repeat from node to node: the route between GPUs a + k x gpus_per_node
+  // and b + k x gpus_per_node (a and b on one node) is the route between a and b with every link
+  // index raised by k x this stride, link by link of the same latency and bandwidth (a cluster's
+  // scale-up links are built from one spec, two per GPU in GPU order). 0 where that is not so:
+  // no scale-up switch (the route leaves through the NICs), a torus, an edge list.
+  uint32_t node_link_stride() const {
+    return kind_ == TopologyKind::kCluster && has_scale_up_ ? 2 * gpus_per_node_ : 0;
+  }
   uint32_t num_vertices() const { return static_cast<uint32_t>(vertex_names_.size()); }
   const std::string& vertex_name(uint32_t v) const { return vertex_names_.at(v); }
   const sim::BigVector<Link>& links() const { return links_; }

@@ -155,6 +155,52 @@ TEST(CollectiveSim, AKeptPlanRoutesEachGroupItRunsOn) {
   EXPECT_EQ(sim.now(), sim::Time::ms(2));
 }
 
+// A group inside one node shares its kept routes with the groups of the same shape on the other
+// nodes, each loading its own node's links. Three nodes of 4 GPUs on NVSwitch (1 GB/s per GPU
+// per direction, no latency) run the same relative ring of 1 MB on each node at once, node 2's
+// first (so node 0's and node 1's come from the routes walked on node 2). Each hop loads its
+// sender's link up to the switch and its receiver's link down from it, every link of a node once,
+// so each ring moves at 1 GB/s and ends at 1 ms; a group reusing another node's links unshifted
+// would share them at 0.5 GB/s and end at 2 ms, leaving its own idle. Halfway, every hop's two
+// links carry 1 GB/s. One shape is kept for the three; a group spanning nodes 0 and 1 gets its own.
+TEST(CollectiveSim, AGroupInsideANodeSharesItsKeptRoutesWithEveryNode) {
+  topo::ClusterSpec cs;
+  cs.nodes = 3;
+  cs.gpus_per_node = 4;
+  cs.scale_up.kind = topo::ScaleUpKind::kNvSwitch;
+  cs.scale_up.bandwidth_Bps = 1e9;
+  cs.scale_up.latency = sim::Time::zero();
+  cs.scale_out.kind = topo::ScaleOutKind::kFatTree;
+  cs.scale_out.fat_tree.nic_bandwidth_Bps = 1e9;
+  cs.scale_out.fat_tree.tiers = {topo::FatTreeTier{"leaf", 3, 1.0, 1}};
+  const topo::Topology t = topo::build_cluster(cs);
+  sim::Simulation sim(1);
+  topo::ClusterResources res(sim, t, topo::find_gpu("h100-sxm"), ideal_options());
+  RuntimeOptions ro;
+  ro.step_overhead = sim::Time::zero();
+  CollectiveRuntime rt(res, ro);
+  const std::vector<std::pair<uint32_t, uint32_t>> ring{{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  CollectivePlan plan = direct_plan(ring, 1e6, 4);
+  plan.keep_id = 1;
+  Done done;
+  for (uint32_t node : {2u, 0u, 1u}) rt.start(plan, iota(4, 4 * node), &done, node, /*relative_hops=*/true);
+  sim.run(sim::Time::us(500));
+  for (uint32_t node = 0; node < 3; ++node)
+    for (auto [a, b] : ring) {
+      topo::Route r;
+      t.route(4 * node + a, 4 * node + b, 0, r);
+      ASSERT_EQ(r.links.size(), 2u);
+      for (uint32_t l : r.links) EXPECT_DOUBLE_EQ(sim.fluid().load(res.link(l)), 1e9) << "node " << node << " link " << l;
+    }
+  EXPECT_FALSE(sim.run().deadlocked);
+  EXPECT_EQ(done.count, 3);
+  EXPECT_EQ(sim.now(), sim::Time::ms(1));
+  EXPECT_EQ(rt.shapes_kept(), 1u);
+  rt.start(plan, iota(4, 2), &done, 3, /*relative_hops=*/true);
+  EXPECT_FALSE(sim.run().deadlocked);
+  EXPECT_EQ(rt.shapes_kept(), 2u);
+}
+
 TEST(CollectiveSim, RingAllReduceMatchesClosedForm) {
   // 2(n-1)(a + S/(nB)) [Patarasuk & Yuan 2009 ring all-reduce; NCCL ring], within 0.5% for S >= 1 MiB.
   const double B = 50e9;

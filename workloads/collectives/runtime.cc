@@ -67,6 +67,25 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   uint64_t comm = 0;
   for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
+  in.shape_base = in.flow_base;
+  in.node_local = false;
+  in.node_shift = 0;
+  const uint32_t stride = res_.node_constraint_stride();
+  if (relative_hops && copies == nullptr && stride > 0) {
+    const uint32_t gpn = res_.topology().gpus_per_node();
+    const uint32_t node = in.members().front() / gpn;
+    bool one_node = true;
+    uint64_t places = 0x6e6f64652d6c6f63ull;  // "node-loc": not a fold of GPU ids
+    for (uint32_t g : in.members()) {
+      one_node = one_node && g / gpn == node;
+      places = sim::splitmix64(places ^ (g - node * gpn));
+    }
+    if (one_node && static_cast<uint64_t>(node) * stride <= UINT32_MAX) {
+      in.node_local = true;
+      in.node_shift = node * stride;
+      in.shape_base = places;
+    }
+  }
   ++live_;
   mark_members(in, true);
   start_phase(id);
@@ -146,6 +165,7 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     run.max_rate = tr.in_switch ? std::min(cap, nvls_cap) : cap;
     run.uses.clear();
     run.kept_at = kNotKept;
+    run.shift = 0;
     RouteSummary walked;
     const RouteSummary* sum = &walked;
     // Kept (see ShapeSlot): a group of more than two (a ring of 8 to 1,024 hops) or a transfer
@@ -153,10 +173,11 @@ void CollectiveRuntime::start_phase(uint32_t inst) {
     // the pipeline sends too quadrupled the table (64 MB) for 2% more speed.
     if (in.plan->keep_id != 0 && (in.num_members > 2 || copies)) {
       const ShapeSlot& sh = kept_shape(ShapeKey{in.copies, in.plan->keep_id, in.phase, static_cast<uint32_t>(channel),
-                                                in.flow_base},
+                                                in.shape_base},
                                        in, channel, tr, copies, channels < 1.0);
       run.kept_at = sh.uses_at;
       run.kept_count = sh.num_uses;
+      run.shift = in.node_shift;
       sum = &sh.summary;
     } else {
       walked = walk_routes(in, channel, tr, copies, channels < 1.0, run.uses);
@@ -220,7 +241,7 @@ const CollectiveRuntime::ShapeSlot& CollectiveRuntime::kept_shape(const ShapeKey
       // as a fresh walk does (a few links; not the thousands of a transfer standing for copies).
       if (found.num_uses <= kLinearUses)
         for (uint32_t i = 0; i < found.num_uses; ++i)
-          res_.simulation().fluid().prefetch_constraint(shape_uses_[found.uses_at + i].constraint.value);
+          res_.simulation().fluid().prefetch_constraint(shape_uses_[found.uses_at + i].constraint.value + in.node_shift);
       return found;
     }
   }
@@ -233,6 +254,7 @@ const CollectiveRuntime::ShapeSlot& CollectiveRuntime::kept_shape(const ShapeKey
   ShapeSlot& slot = shape_table_[slot_of(key)];
   shape_scratch_.clear();
   slot.summary = walk_routes(in, channel, tr, copies, want_slowest, shape_scratch_);
+  for (sim::Use& u : shape_scratch_) u.constraint = sim::ConstraintId(u.constraint.value - in.node_shift);  // as node 0's
   if (shape_uses_.size() + shape_scratch_.size() > UINT32_MAX)
     throw sim::UserError("the collectives' routes need more than 2^32 link uses: the cluster and its collectives are "
                          "too large for the collective runtime");
@@ -335,7 +357,13 @@ void CollectiveRuntime::on_event(uint32_t t) {
   ++transfers_started_;
   TransferRun& run = transfers_[t];
   run.moving = true;
-  run.activity = res_.simulation().fluid().start(run.bytes, uses_of(run), run.max_rate, this, flow_tag(t, run.instance));
+  std::span<const sim::Use> uses = uses_of(run);
+  if (run.shift != 0) {
+    shifted_.assign(uses.begin(), uses.end());
+    for (sim::Use& u : shifted_) u.constraint = sim::ConstraintId(u.constraint.value + run.shift);
+    uses = shifted_;
+  }
+  run.activity = res_.simulation().fluid().start(run.bytes, uses, run.max_rate, this, flow_tag(t, run.instance));
 }
 
 // Stage by stage down the chain on_event follows: the transfer's record, then its list of uses

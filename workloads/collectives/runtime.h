@@ -102,6 +102,9 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
              uint64_t tag, bool relative_hops = false, const ReplicaCopies* copies = nullptr,
              bool holds_sms = true);
   size_t in_flight() const { return live_; }
+  // Transfers whose uses are kept (see ShapeSlot): one per group, plan, phase and channel, and one
+  // for every node's group of the same node-local shape.
+  size_t shapes_kept() const { return shapes_kept_; }
   uint64_t transfers_started() const { return transfers_started_; }
   // Withdraws every collective `listener` started that has not finished: its latency waits and
   // transfers are cancelled, its members' comm SMs released, and the listener is not told (a job
@@ -140,6 +143,13 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t num_members = 0;  // 0: a free record
     bool relative = false;
     bool holds_sms = true;  // NCCL-style kernels on the members' SMs; false: copy engines
+    // Members all on one node (relative hops, no copies, a topology whose routes inside a node
+    // repeat from node to node): its transfers' kept uses are shared with the same group shape on
+    // every node (see ShapeSlot), found under shape_base, and its own are theirs raised by
+    // node_shift (ClusterResources::node_constraint_stride x its node).
+    bool node_local = false;
+    uint32_t node_shift = 0;
+    uint64_t shape_base = 0;  // flow_base, or for a node-local group a hash of its members' places in the node
     uint32_t inline_members[kInlineMembers] = {};
     std::vector<uint32_t> more_members;  // all the members, when more than kInlineMembers
     std::span<const uint32_t> members() const {
@@ -166,11 +176,16 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     const ReplicaCopies* copies;
     uint64_t plan;  // its keep_id (0: an empty slot)
     uint32_t phase, channel;
-    uint64_t flow_base;  // a hash of the members (see the flow hash above)
+    uint64_t flow_base;  // the instance's shape_base: a hash of its members (see the flow hash above)
     bool operator==(const ShapeKey&) const = default;
   };
   // A kept transfer: one line, found by open addressing (linear probing) in shape_table_, so that
   // a lookup at 131k GPUs costs one miss where a node-based map cost three or four.
+  // A node-local group's (Instance::node_local) is kept once for its shape, not once per node: a
+  // tensor-parallel group's ring over its node's NVSwitch has the same routes on every node but
+  // for their link numbers, so its uses are kept as node 0's and each transfer adds its node's
+  // shift when its flow starts. At 131k GPUs a table per group (16,384 tensor-parallel groups)
+  // held 33 MB of uses and made each lookup and each list of uses a cache miss.
   struct alignas(64) ShapeSlot {
     ShapeKey key{};
     uint32_t uses_at = 0;  // in shape_uses_
@@ -183,6 +198,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t instance = 0;
     uint32_t kept_at = kNotKept;  // its kept uses in shape_uses_, or kNotKept: its uses are in `uses`
     uint32_t kept_count = 0;
+    uint32_t shift = 0;  // added to its kept uses' constraint ids (a node-local group's node)
     double bytes = 0.0;  // on the wire
     double max_rate = 0.0;
     std::vector<sim::Use> uses;  // its own uses, when its plan is not kept
@@ -262,6 +278,7 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
   size_t shapes_kept_ = 0;
   sim::BigVector<sim::Use> shape_uses_;
   std::vector<sim::Use> shape_scratch_;
+  std::vector<sim::Use> shifted_;  // a node-local transfer's uses, its kept ones shifted to its node
 };
 
 }  // namespace wl
