@@ -794,6 +794,11 @@ void ProgramExecutor::issue_collective(uint32_t rank, const Program& p, uint16_t
 void ProgramExecutor::arrive(uint32_t inst, uint32_t size, uint32_t rank, uint16_t s, const Op& op, uint32_t idx) {
   Gather& g = gather_[inst];
   if (g.arrived == 0) {
+    // The collective starts when its last member arrives, its other members' kernels usually
+    // finishing in the events right after this one (a tensor-parallel group's): its start then
+    // counts the communication of every member GPU (CollectiveRuntime::mark_members), whose
+    // records, a node's in one line, were a cache miss per collective at 131k GPUs. Ask now.
+    res_.prefetch_gpu(job_.gpu_of(rank));
     g.first_rank = rank;
     g.first_op = idx;
     g.op = op.coll;
