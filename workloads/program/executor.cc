@@ -434,12 +434,20 @@ bool ProgramExecutor::deps_done(uint32_t rank, const Program& p, const Op& op) c
 }
 
 void ProgramExecutor::pump(uint32_t rank, uint64_t streams) {
-  pump_queue_.push_back(PumpRequest{rank, streams});
-  if (pumping_) return;
+  if (pumping_) {  // a pump further up the stack takes it when it is done with its own
+    pump_queue_.push_back(PumpRequest{rank, streams});
+    return;
+  }
   pumping_ = true;
-  while (!pump_queue_.empty()) {
-    const PumpRequest req = pump_queue_.back();
-    pump_queue_.pop_back();
+  // The first request is this call's own and the queue is empty: it is taken first, as from the
+  // queue, but without the round trip through it (its rank was a 4-byte store read back by an
+  // 8-byte load, which the store buffer cannot forward: a stall at every pump).
+  PumpRequest req{rank, streams};
+  for (bool first = true; first || !pump_queue_.empty(); first = false) {
+    if (!first) {
+      req = pump_queue_.back();
+      pump_queue_.pop_back();
+    }
     const uint32_t r = req.rank;
     if (ranks_[r].dead || stopped_) continue;
     const Program& p = state_program(r);
