@@ -261,7 +261,30 @@ int cmd_replay(const ReplayOptions& opt) {
     row["critical_path"] = cj;
     rows.push_back(row);
   }
-  if (!quiet && several_steps) {
+  // Every step of every rank while that stays a short table; past it, a line per rank (--json has
+  // every step).
+  constexpr size_t kStepRows = 24;
+  size_t step_rows = 0;
+  for (const auto& s : steps) step_rows += s.size();
+  if (!quiet && several_steps && step_rows > kStepRows) {
+    std::printf("\nprofiler steps per rank (the traces' ProfilerStep#N; on the GPU, a step runs from its first activity's\n"
+                "start to the next step's first, the last one to its last activity's end): mean (least-most) in ms;\n"
+                "the step whose replay is furthest from its measurement; --json has every step:\n");
+    std::printf("  %4s  %5s  %28s  %28s  %9s  %s\n", "rank", "steps", "measured ms", "replayed ms", src ? "change" : "error",
+                "furthest step");
+    for (uint32_t r = 0; r < world; ++r) {
+      if (steps[r].empty()) continue;
+      const traces::StepSummary sm = traces::summarize_steps(steps[r]);
+      char measured[64], replayed[64];
+      std::snprintf(measured, sizeof measured, "%.3f (%.3f-%.3f)", sm.measured_mean_s * 1e3, sm.measured_least_s * 1e3,
+                    sm.measured_most_s * 1e3);
+      std::snprintf(replayed, sizeof replayed, "%.3f (%.3f-%.3f)", sm.replayed_mean_s * 1e3, sm.replayed_least_s * 1e3,
+                    sm.replayed_most_s * 1e3);
+      std::printf("  %4u  %5zu  %28s  %28s  %+8.2f%%  ProfilerStep#%lld (%+.2f%%)\n", r, sm.steps, measured, replayed,
+                  sm.measured_mean_s > 0 ? (sm.replayed_mean_s / sm.measured_mean_s - 1) * 100 : 0.0,
+                  static_cast<long long>(sm.worst_step), sm.worst_error * 100);
+    }
+  } else if (!quiet && several_steps) {
     std::printf("\nper profiler step (the traces' ProfilerStep#N; on the GPU, a step runs from its first activity's start\n"
                 "to the next step's first, the last one to its last activity's end):\n");
     std::printf("  %4s  %6s  %10s  %14s  %14s  %8s\n", "rank", "step", "activities", "measured ms", "replayed ms",

@@ -1198,6 +1198,35 @@ TEST_F(CliReplay, DlrmTracesReplayPerRank) {
   EXPECT_TRUE(contains(x.err, "x.json: no traceEvents")) << x.err;
 }
 
+// A trace of many profiler steps gets a line per rank, not a line per step. 30 steps of 100 us on
+// the host, each launching one kernel of 40 us at its start (step k's at 100k + 10 us): on the GPU
+// step k runs from its kernel's start to the next one's, 100 us, the last one 40 us, so the mean
+// is (29 x 100 + 40) / 30 = 98 us, the least 40 and the most 100. One trace alone replays its
+// measured times: every step's error is 0, and the first is the furthest of equals.
+TEST_F(CliReplay, ManyProfilerStepsAreSummedUpPerRank) {
+  std::string events;
+  for (int k = 0; k < 30; ++k) {
+    const std::string id = std::to_string(k + 1), t = std::to_string(100 * k);
+    events += std::string(k ? ",\n" : "") + R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + id +
+              R"(", "pid": 1, "tid": 1, "ts": )" + t + R"(, "dur": 100},)" + "\n" +
+              R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" + t +
+              R"(, "dur": 2, "args": {"correlation": )" + id + "}},\n" +
+              R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + std::to_string(100 * k + 10) +
+              R"(, "dur": 40, "args": {"stream": 7, "correlation": )" + id + "}}";
+  }
+  write_text(file("steps.json"), "{\"traceEvents\": [\n" + events + "\n]}\n");
+  CliResult r = run({"replay", "steps.json", "--json", "s.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "profiler steps per rank")) << r.out;
+  EXPECT_FALSE(contains(r.out, "per profiler step")) << r.out;
+  EXPECT_TRUE(contains(r.out, "     0     30           0.098 (0.040-0.100)           0.098 (0.040-0.100)     +0.00%  "
+                              "ProfilerStep#1 (+0.00%)"))
+      << r.out;
+  json j = read_json("s.json");
+  ASSERT_EQ(j["ranks"].size(), 1u);
+  EXPECT_EQ(j["ranks"][0]["steps"].size(), 30u);
+}
+
 TEST_F(CliReplay, WhatIfOnAnotherGpuScalesKernelsThroughBothProfiles) {
   const fs::path d = kSourceDir / "tests" / "data" / "param-dlrm-8rank-v100";
   std::vector<std::string> kineto, et;

@@ -502,6 +502,25 @@ std::vector<StepTime> replayed_steps(const KinetoRank& r) {
   return step_times(r, rp.op_of_activity[0], run.op_times[0]);
 }
 
+// Three steps, measured 10, 20 and 30 ms and replayed 11, 19 and 27.6: means 20 and 19.2 ms, least
+// and most 10-30 and 11-27.6; errors +10%, -5% and -8%, so step 4's is the furthest.
+TEST(Kineto, StepSummaryGivesMeansRangesAndTheFurthestStep) {
+  std::vector<StepTime> st(3);
+  const double m[3] = {10e-3, 20e-3, 30e-3}, r[3] = {11e-3, 19e-3, 27.6e-3};
+  for (int i = 0; i < 3; ++i) st[i].number = 4 + i, st[i].measured_s = m[i], st[i].replayed_s = r[i];
+  const StepSummary s = summarize_steps(st);
+  EXPECT_EQ(s.steps, 3u);
+  EXPECT_NEAR(s.measured_mean_s, 20e-3, 1e-15);
+  EXPECT_NEAR(s.replayed_mean_s, 19.2e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(s.measured_least_s, 10e-3);
+  EXPECT_DOUBLE_EQ(s.measured_most_s, 30e-3);
+  EXPECT_DOUBLE_EQ(s.replayed_least_s, 11e-3);
+  EXPECT_DOUBLE_EQ(s.replayed_most_s, 27.6e-3);
+  EXPECT_EQ(s.worst_step, 4);
+  EXPECT_NEAR(s.worst_error, 0.10, 1e-12);
+  EXPECT_EQ(summarize_steps({}).steps, 0u);
+}
+
 TEST(Kineto, StepsFollowTheLaunchesNotTheGpuClock) {
   // Two profiler steps on the host, 0-100 us and 100-200 us. Kernel a (20-50 us) and kernel b
   // (110-150 us) are launched in step 1 (runtime calls at 10 and 90 us), b running after step 2

@@ -765,6 +765,28 @@ std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint3
   return out;
 }
 
+StepSummary summarize_steps(const std::vector<StepTime>& steps) {
+  StepSummary s;
+  s.steps = steps.size();
+  if (steps.empty()) return s;
+  s.measured_least_s = s.measured_most_s = steps.front().measured_s;
+  s.replayed_least_s = s.replayed_most_s = steps.front().replayed_s;
+  double worst = -1;
+  for (const StepTime& st : steps) {
+    s.measured_mean_s += st.measured_s;
+    s.replayed_mean_s += st.replayed_s;
+    s.measured_least_s = std::min(s.measured_least_s, st.measured_s);
+    s.measured_most_s = std::max(s.measured_most_s, st.measured_s);
+    s.replayed_least_s = std::min(s.replayed_least_s, st.replayed_s);
+    s.replayed_most_s = std::max(s.replayed_most_s, st.replayed_s);
+    const double err = st.measured_s > 0 ? st.replayed_s / st.measured_s - 1 : 0.0;
+    if (std::abs(err) > worst) worst = std::abs(err), s.worst_step = st.number, s.worst_error = err;
+  }
+  s.measured_mean_s /= static_cast<double>(steps.size());
+  s.replayed_mean_s /= static_cast<double>(steps.size());
+  return s;
+}
+
 void emit_steps(const std::vector<StepTime>& steps, int64_t t0_ns, uint32_t replayed_process,
                 int64_t measured_process, sim::ObserverBus& bus) {
   if (!bus.active() || steps.empty()) return;

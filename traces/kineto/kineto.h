@@ -221,6 +221,18 @@ struct StepTime {
 std::vector<StepTime> step_times(const KinetoRank& rank, const std::vector<uint32_t>& op_of_activity,
                                  const std::vector<wl::OpTimes>& op_times);
 
+// A rank's steps in a few numbers, for traces of many steps (a table of every step would run to
+// thousands of lines): how many, the mean, least and most measured and replayed times, and the
+// step whose replay is furthest from its measurement (relative; the first of equals).
+struct StepSummary {
+  size_t steps = 0;
+  double measured_mean_s = 0, measured_least_s = 0, measured_most_s = 0;
+  double replayed_mean_s = 0, replayed_least_s = 0, replayed_most_s = 0;
+  int64_t worst_step = 0;
+  double worst_error = 0;  // replayed / measured - 1 of that step (0 where nothing was measured)
+};
+StepSummary summarize_steps(const std::vector<StepTime>& steps);
+
 // The steps as spans ("ProfilerStep#N") on a thread of their own, kStepsThread, named "profiler
 // steps": in process `replayed_process` at their replayed times and, unless it is negative, in
 // `measured_process` at their measured times less t0_ns (as emit_measured draws them).
