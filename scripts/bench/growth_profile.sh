@@ -14,6 +14,7 @@
 # `perf annotate -i DIR/LARGE.data --stdio -s SYMBOL`; DIR is printed at the end and kept.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/scripts/bench/llama3_405b.sh"
 bin="${CLUSTERSIM_BIN:-$root/build/clustersim}"
 top=30
 sizes=()
@@ -27,23 +28,16 @@ done
 [[ $top =~ ^[1-9][0-9]*$ ]] || { echo "growth_profile.sh: --top needs a whole number >= 1, got '$top'" >&2; exit 2; }
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(16384 131072)
 [[ ${#sizes[@]} -eq 2 ]] || { echo "growth_profile.sh: give two sizes (SMALL LARGE) or none" >&2; exit 2; }
-for g in "${sizes[@]}"; do
-  if ! [[ $g =~ ^[0-9]+$ ]] || (( g == 0 || g % 128 != 0 )); then
-    echo "growth_profile.sh: size '$g' is not a GPU count that is a multiple of 128 (TP8 x PP16)" >&2; exit 2
-  fi
-done
+for g in "${sizes[@]}"; do l405b_check_size growth_profile.sh "$g"; done
 (( sizes[0] < sizes[1] )) || { echo "growth_profile.sh: SMALL (${sizes[0]}) must be below LARGE (${sizes[1]})" >&2; exit 2; }
 command -v perf >/dev/null || { echo "growth_profile.sh: perf not found (Debian: apt-get install linux-perf)" >&2; exit 2; }
 [[ -x "$bin" ]] || { echo "growth_profile.sh: build first (scripts/build.sh)" >&2; exit 2; }
 out="$(mktemp -d)"
 for g in "${sizes[@]}"; do
-  nodes=$((g / 8)); dp=$((g / 128)); pods=$(( (nodes + 383) / 384 ))
+  l405b_args "$g" expanded
   echo "growth_profile.sh: profiling $g GPUs" >&2
-  perf record -q -e cpu-clock -F 999 -o "$out/$g.data" taskset -c 1 "$bin" run \
-    "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet --json "$out/$g.json" \
-    --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
-    --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
-    --set workload.fidelity=expanded >/dev/null
+  perf record -q -e cpu-clock -F 999 -o "$out/$g.data" taskset -c 1 "$bin" "${l405b_args_out[@]}" --json "$out/$g.json" \
+    >/dev/null
   perf script -i "$out/$g.data" -F ip,sym,symoff 2>/dev/null | awk '{$1 = ""; sub(/^ +/, ""); n[$0]++} END {for (k in n) print n[k] "\t" k}' \
     >"$out/$g.sites"
 done

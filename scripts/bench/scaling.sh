@@ -15,6 +15,7 @@
 # largest), per round and for the medians, as a ratio and as an exponent of the GPU count (N^e).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/scripts/bench/llama3_405b.sh"
 bin="${CLUSTERSIM_BIN:-$root/build/clustersim}"  # CLUSTERSIM_BIN: another build, for paired runs
 expanded_max=16384
 repeat=1
@@ -36,9 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 points=()
 for gpus in "${sizes[@]}"; do
-  if ! [[ $gpus =~ ^[0-9]+$ ]] || (( gpus == 0 || gpus % 128 != 0 )); then
-    echo "scaling.sh: size '$gpus' is not a GPU count that is a multiple of 128 (TP8 x PP16)" >&2; exit 2
-  fi
+  l405b_check_size scaling.sh "$gpus"
   for fidelity in expanded symmetric; do
     if [[ $fidelity == expanded ]] && (( gpus > expanded_max )); then continue; fi
     points+=("$gpus/$fidelity")
@@ -49,11 +48,8 @@ done
 for ((k = 0; k < repeat; ++k)); do
   for point in "${points[@]}"; do
     gpus=${point%/*}; fidelity=${point#*/}
-    nodes=$((gpus / 8)); dp=$((gpus / 128)); pods=$(( (nodes + 383) / 384 ))
-    /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" run "$root/workloads/scenarios/llama3-405b-16k-h100.yaml" --quiet \
-      --json "$tmp/out.json" --set "cluster.nodes=$nodes" --set "cluster.scale_out.tiers[2].pods=$pods" \
-      --set "workload.parallelism.dp=$dp" --set "workload.training.global_batch=$((16 * dp))" \
-      --set "workload.fidelity=$fidelity" > /dev/null
+    l405b_args "$gpus" "$fidelity"
+    /usr/bin/time -f "%U %M" -o "$tmp/time" "$bin" "${l405b_args_out[@]}" --json "$tmp/out.json" > /dev/null
     read -r cpu rss_kb < "$tmp/time"
     facts=$(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(j["run"]["events"], j["step_time_s"])' \
       "$tmp/out.json")

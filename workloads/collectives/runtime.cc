@@ -68,7 +68,6 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
   for (uint32_t g : in.members()) comm = sim::splitmix64(comm ^ g);
   in.flow_base = sim::splitmix64(ecmp_salt_ ^ comm);
   in.shape_base = in.flow_base;
-  in.node_local = false;
   in.node_shift = 0;
   const uint32_t stride = res_.node_constraint_stride();
   if (relative_hops && copies == nullptr && stride > 0) {
@@ -81,7 +80,6 @@ void CollectiveRuntime::start(const CollectivePlan& plan, std::span<const uint32
       places = sim::splitmix64(places ^ (g - node * gpn));
     }
     if (one_node && static_cast<uint64_t>(node) * stride <= UINT32_MAX) {
-      in.node_local = true;
       in.node_shift = node * stride;
       in.shape_base = places;
     }
@@ -228,7 +226,7 @@ const CollectiveRuntime::ShapeSlot& CollectiveRuntime::kept_shape(const ShapeKey
                                                                    size_t channel, const Transfer& tr, bool copies,
                                                                    bool want_slowest) {
   auto slot_of = [&](const ShapeKey& k) {
-    const uint64_t h = sim::splitmix64(k.flow_base ^ (k.plan << 20) ^ (uint64_t{k.phase} << 44) ^ k.channel ^
+    const uint64_t h = sim::splitmix64(k.group ^ (k.plan << 20) ^ (uint64_t{k.phase} << 44) ^ k.channel ^
                                        reinterpret_cast<uintptr_t>(k.copies));
     size_t i = h & (shape_table_.size() - 1);
     while (shape_table_[i].key.plan != 0 && !(shape_table_[i].key == k)) i = (i + 1) & (shape_table_.size() - 1);

@@ -143,11 +143,10 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     uint32_t num_members = 0;  // 0: a free record
     bool relative = false;
     bool holds_sms = true;  // NCCL-style kernels on the members' SMs; false: copy engines
-    // Members all on one node (relative hops, no copies, a topology whose routes inside a node
-    // repeat from node to node): its transfers' kept uses are shared with the same group shape on
-    // every node (see ShapeSlot), found under shape_base, and its own are theirs raised by
-    // node_shift (ClusterResources::node_constraint_stride x its node).
-    bool node_local = false;
+    // With its members all on one node (relative hops, no copies, a topology whose routes inside a
+    // node repeat from node to node), its transfers' kept uses are shared with the same group shape
+    // on every node (see ShapeSlot), found under shape_base, and its own are theirs raised by
+    // node_shift (ClusterResources::node_constraint_stride x its node); 0 for other groups.
     uint32_t node_shift = 0;
     uint64_t shape_base = 0;  // flow_base, or for a node-local group a hash of its members' places in the node
     uint32_t inline_members[kInlineMembers] = {};
@@ -176,12 +175,12 @@ class CollectiveRuntime : public sim::EventHandler, public sim::ActivityOwner {
     const ReplicaCopies* copies;
     uint64_t plan;  // its keep_id (0: an empty slot)
     uint32_t phase, channel;
-    uint64_t flow_base;  // the instance's shape_base: a hash of its members (see the flow hash above)
+    uint64_t group;  // Instance::shape_base: a hash of its members (see the flow hash above)
     bool operator==(const ShapeKey&) const = default;
   };
   // A kept transfer: one line, found by open addressing (linear probing) in shape_table_, so that
   // a lookup at 131k GPUs costs one miss where a node-based map cost three or four.
-  // A node-local group's (Instance::node_local) is kept once for its shape, not once per node: a
+  // A node-local group's (Instance::node_shift) is kept once for its shape, not once per node: a
   // tensor-parallel group's ring over its node's NVSwitch has the same routes on every node but
   // for their link numbers, so its uses are kept as node 0's and each transfer adds its node's
   // shift when its flow starts. At 131k GPUs a table per group (16,384 tensor-parallel groups)
